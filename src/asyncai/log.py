@@ -1,0 +1,66 @@
+"""NDJSON logging: one JSON object a line on stderr with at least ``ts``, ``level`` and ``event``.
+
+Every component logs through :func:`log_event`; :func:`configure_logging` decides what reaches stderr
+(warnings and errors always, everything with ``--verbose``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+LOGGER_NAME = "asyncai"
+_FIELDS_ATTR = "asyncai_fields"
+TEXT_PREVIEW_CHARS = 2_000
+
+logger = logging.getLogger(LOGGER_NAME)
+
+
+def log_event(event: str, level: int = logging.INFO, **fields: Any) -> None:
+    """Log one structured event; ``fields`` become keys of the NDJSON line."""
+    if logger.isEnabledFor(level):
+        logger.log(level, event, extra={_FIELDS_ATTR: fields})
+
+
+def preview(value: str, limit: int = TEXT_PREVIEW_CHARS) -> str:
+    """``value`` cut to ``limit`` characters, saying how much was cut."""
+    if len(value) <= limit:
+        return value
+    return f"{value[:limit]}... [{len(value) - limit} more chars]"
+
+
+def decoded_or_preview(text: str) -> Any:
+    """The JSON value of ``text`` when it is JSON, otherwise a truncated preview (for log lines)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return preview(text)
+
+
+class NdjsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": "warn" if record.levelno == logging.WARNING else record.levelname.lower(),
+            "event": record.getMessage(),
+        }
+        line.update(getattr(record, _FIELDS_ATTR, {}))
+        if record.exc_info and record.exc_info[1] is not None:
+            line["error"] = f"{type(record.exc_info[1]).__name__}: {record.exc_info[1]}"
+        return json.dumps(line, default=str, ensure_ascii=False)
+
+
+def configure_logging(verbose: bool = False, stream: TextIO | None = None) -> None:
+    """Send asyncai's log to ``stream`` (stderr) as NDJSON; INFO and up when verbose, else WARNING."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(NdjsonFormatter())
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    logger.propagate = False
+    # Libraries (mcp, httpx2) log through the root logger; keep them quiet unless verbose.
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO if verbose else logging.ERROR)

@@ -1,0 +1,22 @@
+"""The tool layer: tool definitions, call outputs, and executors that talk to MCP servers."""
+
+from .mcp_client import McpToolExecutor, ServerStartError
+from .specs import ConfigError, HttpServerSpec, ServerSpec, StdioServerSpec, http_spec, specs_from_config, stdio_spec
+from .types import DuplicateTool, ToolCallOutput, ToolDefinition, ToolExecutor, ToolRoute
+
+__all__ = [
+    "ConfigError",
+    "DuplicateTool",
+    "HttpServerSpec",
+    "McpToolExecutor",
+    "ServerSpec",
+    "ServerStartError",
+    "StdioServerSpec",
+    "ToolCallOutput",
+    "ToolDefinition",
+    "ToolExecutor",
+    "ToolRoute",
+    "http_spec",
+    "specs_from_config",
+    "stdio_spec",
+]

@@ -1,0 +1,87 @@
+"""The tool layer's data types and the ``ToolExecutor`` interface every executor implements."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    """A tool as a model or the code-mode catalog sees it (MCP ``tools/list`` entry)."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+    read_only: bool = False
+    destructive: bool = False
+
+    @property
+    def mutating(self) -> bool:
+        """A call may change the world: annotated destructive, or not read-only (ADR A6)."""
+        return self.destructive or not self.read_only
+
+
+@dataclass
+class ToolCallOutput:
+    """What one tool call produced.
+
+    ``content`` is the text the model (or the sandbox) gets; ``structured`` is the MCP
+    ``structuredContent`` when there was one; ``audit`` is metadata for session records that
+    the model never sees (code mode puts its nested calls there).
+    """
+
+    content: str
+    is_error: bool = False
+    structured: dict[str, Any] | None = None
+    audit: dict[str, Any] | None = None
+
+    @classmethod
+    def error(cls, message: str) -> ToolCallOutput:
+        return cls(content=message, is_error=True)
+
+
+@dataclass(frozen=True)
+class ToolRoute:
+    """Which server answers a tool name (used by ``asyncai tools``)."""
+
+    tool: ToolDefinition
+    server: str
+
+
+@dataclass
+class DuplicateTool:
+    name: str
+    kept_server: str
+    dropped_server: str
+
+
+class ToolExecutor(abc.ABC):
+    """Runs tool calls. ``tools()`` is fixed for the executor's life.
+
+    The scope methods let an executor keep per-run or per-thread state (code mode keeps a REPL
+    there); they return ``None`` when the executor has no such state.
+    """
+
+    @abc.abstractmethod
+    def tools(self) -> list[ToolDefinition]: ...
+
+    @abc.abstractmethod
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput: ...
+
+    def run_scope(self) -> ToolExecutor | None:
+        """An executor for one backend run, or ``None`` to use this one."""
+        return None
+
+    def thread_scope(self, thread_id: str) -> ToolExecutor | None:
+        """An executor for one conversation thread, or ``None`` to use this one."""
+        return None
+
+    def context_note(self) -> str | None:
+        """A note for the newest user message of the next run (ADR A11)."""
+        return None
+
+    async def aclose(self) -> None:
+        """Release what the executor holds (processes, sessions)."""
