@@ -32,8 +32,10 @@ def preview(value: str, limit: int = TEXT_PREVIEW_CHARS) -> str:
     return f"{value[:limit]}... [{len(value) - limit} more chars]"
 
 
-def decoded_or_preview(text: str) -> Any:
-    """The JSON value of ``text`` when it is JSON, otherwise a truncated preview (for log lines)."""
+def decoded_or_preview(text: str, limit: int = TEXT_PREVIEW_CHARS) -> Any:
+    """The JSON value of a short ``text`` when it is JSON, otherwise a truncated preview (for log lines)."""
+    if len(text) > limit:
+        return preview(text, limit)
     try:
         return json.loads(text)
     except ValueError:

@@ -19,7 +19,9 @@ class HttpResponse(TypedDict):
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True))
-async def http_get(url: str, headers: dict[str, str] | None = None, timeout: float | None = None) -> HttpResponse:
+async def http_get(
+    url: str, headers: dict[str, str] | None = None, timeout: float | None = None
+) -> HttpResponse:
     """HTTP GET a URL and return its status, content type and the full body as text (never truncated).
 
     Non-2xx statuses are results, not errors; bad URLs, refused connections and timeouts are errors.

@@ -1,7 +1,15 @@
 """The tool layer: tool definitions, call outputs, and executors that talk to MCP servers."""
 
 from .mcp_client import McpToolExecutor, ServerStartError
-from .specs import ConfigError, HttpServerSpec, ServerSpec, StdioServerSpec, http_spec, specs_from_config, stdio_spec
+from .specs import (
+    ConfigError,
+    HttpServerSpec,
+    ServerSpec,
+    StdioServerSpec,
+    http_spec,
+    specs_from_config,
+    stdio_spec,
+)
 from .types import DuplicateTool, ToolCallOutput, ToolDefinition, ToolExecutor, ToolRoute
 
 __all__ = [

@@ -15,7 +15,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
-from typing import IO, Any
+from typing import Any, TextIO
 
 import httpx2
 import mcp.types as mt
@@ -24,6 +24,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from ..log import log_event
+from . import stdio_patch
 from .results import call_output, tool_definition
 from .specs import HttpServerSpec, ServerSpec, StdioServerSpec, unique_names
 from .types import DuplicateTool, ToolCallOutput, ToolDefinition, ToolExecutor, ToolRoute
@@ -31,6 +32,8 @@ from .types import DuplicateTool, ToolCallOutput, ToolDefinition, ToolExecutor, 
 DEFAULT_TOOL_TIMEOUT = 120.0
 DEFAULT_CONNECT_TIMEOUT = 60.0
 _STDERR_HEAD_LINES = 5
+
+stdio_patch.apply()
 
 
 class ServerStartError(Exception):
@@ -59,7 +62,7 @@ class _StderrPump:
         self.server = server
         self.head: deque[str] = deque(maxlen=_STDERR_HEAD_LINES)
         read_fd, write_fd = os.pipe()
-        self.writer: IO[str] = os.fdopen(write_fd, "w")
+        self.writer: TextIO = os.fdopen(write_fd, "w")
         self._reader = os.fdopen(read_fd, "rb", buffering=0)
         self._thread = threading.Thread(target=self._pump, name=f"mcp-stderr-{server}", daemon=True)
         self._thread.start()
@@ -108,7 +111,9 @@ class McpConnection:
             await asyncio.wait_for(asyncio.shield(self._ready), timeout)
         except TimeoutError:
             await self.close()
-            raise ServerStartError(self._start_error(f"no answer to initialize within {timeout:g}s")) from None
+            raise ServerStartError(
+                self._start_error(f"no answer to initialize within {timeout:g}s")
+            ) from None
 
     def _start_error(self, reason: str) -> str:
         kind = "command" if isinstance(self.spec, StdioServerSpec) else "url"
@@ -166,7 +171,9 @@ class McpConnection:
         tools: list[ToolDefinition] = []
         cursor: str | None = None
         while True:
-            page = await session.list_tools(params=mt.PaginatedRequestParams(cursor=cursor) if cursor else None)
+            page = await session.list_tools(
+                params=mt.PaginatedRequestParams(cursor=cursor) if cursor else None
+            )
             tools.extend(tool_definition(t) for t in page.tools)
             cursor = page.next_cursor
             if not cursor:
@@ -177,11 +184,15 @@ class McpConnection:
             self.dead_reason = reason
             log_event("mcp.server_died", logging.ERROR, server=self.name, reason=reason)
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], timeout: float | None = None) -> ToolCallOutput:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], timeout: float | None = None
+    ) -> ToolCallOutput:
         limit = timeout or self.tool_timeout
         session = self._session
         if session is None or self.dead_reason is not None:
-            return ToolCallOutput.error(f"tool error: MCP server '{self.name}' is not running ({self.dead_reason})")
+            return ToolCallOutput.error(
+                f"tool error: MCP server '{self.name}' is not running ({self.dead_reason})"
+            )
         try:
             result = await session.call_tool(name, arguments, read_timeout_seconds=limit)
         except MCPError as exc:
@@ -259,7 +270,9 @@ class McpToolExecutor(ToolExecutor):
     def tools(self) -> list[ToolDefinition]:
         return [route.tool for route in self.routes.values()]
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], timeout: float | None = None) -> ToolCallOutput:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], timeout: float | None = None
+    ) -> ToolCallOutput:
         route = self.routes.get(name)
         if route is None:
             return ToolCallOutput.error(f"tool error: unknown tool {name!r}")

@@ -76,16 +76,16 @@ def _spec_from_entry(name: str, entry: Any, source: Path) -> ServerSpec:
     if "url" in entry or kind in {"http", "streamable-http", "streamableHttp"}:
         url = entry.get("url")
         if not isinstance(url, str):
-            raise ConfigError(f"{source}: mcpServers.{name} needs a \"url\" string")
+            raise ConfigError(f'{source}: mcpServers.{name} needs a "url" string')
         headers = entry.get("headers") or {}
         return HttpServerSpec(name=name, url=url, headers={str(k): str(v) for k, v in headers.items()})
     command = entry.get("command")
     if not isinstance(command, str) or not command:
-        raise ConfigError(f"{source}: mcpServers.{name} needs a \"command\" string or a \"url\"")
+        raise ConfigError(f'{source}: mcpServers.{name} needs a "command" string or a "url"')
     args = entry.get("args") or []
     env = entry.get("env") or {}
     if not isinstance(args, list) or not isinstance(env, dict):
-        raise ConfigError(f"{source}: mcpServers.{name}: \"args\" must be a list and \"env\" an object")
+        raise ConfigError(f'{source}: mcpServers.{name}: "args" must be a list and "env" an object')
     return StdioServerSpec(
         name=name,
         command=command,
@@ -105,7 +105,7 @@ def specs_from_config(path: str | Path) -> list[ServerSpec]:
         raise ConfigError(f"MCP config {source} is not valid JSON: {exc}") from None
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
-        raise ConfigError(f"MCP config {source} has no \"mcpServers\" object")
+        raise ConfigError(f'MCP config {source} has no "mcpServers" object')
     return [_spec_from_entry(str(name), entry, source) for name, entry in servers.items()]
 
 

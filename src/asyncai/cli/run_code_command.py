@@ -1,0 +1,98 @@
+"""``asyncai run-code``: run snippets through code mode without a model, printing exactly what the
+model would get. Also how a person debugs a snippet a model wrote."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import contextlib
+import sys
+from typing import TextIO
+
+from ..code_mode import CodeModeToolExecutor
+from .settings import Settings, UsageError, add_code_options, add_mcp_options
+from .wiring import code_mode_executor
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser("run-code", help="run Python snippets in code mode without a model")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "-c", "--code", action="append", metavar="CODE", help="snippet (repeatable: one REPL)"
+    )
+    source.add_argument("-i", "--interactive", action="store_true", help="interactive REPL over one scope")
+    source.add_argument("--catalog", action="store_true", help="print the run_code description and exit")
+    parser.add_argument("file", nargs="?", help="file with a snippet ('-' or nothing: stdin)")
+    add_mcp_options(parser)
+    add_code_options(parser)
+
+
+def _snippets(settings: Settings) -> list[str]:
+    if settings.get("code"):
+        return list(settings.get("code"))
+    path = settings.get("file")
+    if path and path != "-":
+        try:
+            with open(path) as handle:
+                return [handle.read()]
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if sys.stdin.isatty():
+        raise UsageError("run-code needs -c CODE, a FILE, code on stdin, -i or --catalog")
+    return [sys.stdin.read()]
+
+
+async def run(settings: Settings, out: TextIO = sys.stdout) -> int:
+    snippets = [] if settings.get("catalog") or settings.get("interactive") else _snippets(settings)
+    async with code_mode_executor(settings) as executor:
+        if settings.get("catalog"):
+            print(executor.tools()[0].description, file=out)
+            return 0
+        if settings.get("interactive"):
+            return await _interactive(executor, out)
+        status = 0
+        for code in snippets:
+            output = await executor.call_tool("run_code", {"code": code})
+            print(output.content, file=out, flush=True)
+            status = 1 if output.is_error else status
+        return status
+
+
+def _complete(source: str) -> bool:
+    """A block ends with a blank line; a single line ends at once unless it opens a block or bracket."""
+    if source.endswith("\n\n"):
+        return True
+    lines = source.rstrip("\n").split("\n")
+    if len(lines) > 1 or lines[0].rstrip().endswith(":"):
+        return False
+    try:
+        compile(source, "<stdin>", "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    except SyntaxError as exc:
+        return "never closed" not in str(exc)
+    return True
+
+
+async def _interactive(executor: CodeModeToolExecutor, out: TextIO) -> int:
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401  (line editing and history for input())
+    print("asyncai run-code: Python in the Monty sandbox. /restart clears state, /exit quits.", file=out)
+    buffer = ""
+    while True:
+        try:
+            line = await asyncio.to_thread(input, "... " if buffer else ">>> ")
+        except EOFError:
+            return 0
+        if not buffer and line.strip() in {"/exit", "/quit"}:
+            return 0
+        if not buffer and line.strip() == "/restart":
+            await executor.call_tool("run_code", {"code": "None", "restart": True})
+            print("(REPL state cleared)", file=out)
+            continue
+        buffer += line + "\n"
+        if not _complete(buffer):
+            continue
+        code, buffer = buffer, ""
+        if code.strip():
+            output = await executor.call_tool("run_code", {"code": code})
+            print(output.content, file=out, flush=True)

@@ -1,0 +1,162 @@
+"""Command-line options shared by every subcommand, resolved flags > environment > config file."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..code_mode import SANDBOX_KINDS, CodeModeLimits, SandboxConfig, parse_size
+from ..tools import ServerSpec, http_spec, specs_from_config, stdio_spec
+
+DEFAULT_CONFIG = Path("~/.config/asyncai/config.toml")
+
+
+class UsageError(Exception):
+    """Bad input from the user; printed as one line, exit status 2."""
+
+
+def add_mcp_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("MCP servers")
+    group.add_argument(
+        "--mcp-stdio", action="append", metavar="COMMAND", help="stdio MCP server command (repeatable)"
+    )
+    group.add_argument(
+        "--mcp-http", action="append", metavar="URL", help="Streamable HTTP MCP server URL (repeatable)"
+    )
+    group.add_argument(
+        "--mcp-config", action="append", metavar="FILE", help='Claude-style {"mcpServers": ...} file'
+    )
+    group.add_argument("--tool-timeout", type=float, metavar="SECONDS", help="per tool call (default 120)")
+    parser.add_argument("--config", metavar="FILE", help=f"settings file (default {DEFAULT_CONFIG})")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", default=None, help="NDJSON debug log on stderr"
+    )
+
+
+def add_code_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("code mode")
+    group.add_argument(
+        "--code-sandbox", choices=SANDBOX_KINDS, help="where snippets run (default auto = pool)"
+    )
+    group.add_argument(
+        "--monty-url", metavar="URL", help="ws:// URL of remote monty workers (sandbox remote)"
+    )
+    group.add_argument(
+        "--code-timeout", type=float, metavar="SECONDS", help="execution time per snippet (30)"
+    )
+    group.add_argument(
+        "--code-wall-timeout", type=float, metavar="SECONDS", help="wall clock per run_code (300)"
+    )
+    group.add_argument("--code-max-calls", type=int, metavar="N", help="nested tool calls per snippet (100)")
+    group.add_argument(
+        "--code-max-result", type=int, metavar="CHARS", help="chars run_code may return (20000)"
+    )
+    group.add_argument("--code-max-memory", metavar="SIZE", help="heap cap per worker, e.g. 256MiB (4GiB)")
+    group.add_argument(
+        "--code-preamble", metavar="PATH", help="Python run in every new REPL after the helpers"
+    )
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("model")
+    group.add_argument("--base-url", help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")
+    group.add_argument("--api-key", help="API key (env OPENAI_API_KEY; optional for local servers)")
+    group.add_argument("--model", help="model name (env ASYNCAI_MODEL)")
+    group.add_argument("--max-rounds", type=int, metavar="N", help="model rounds per run (8)")
+    group.add_argument("--system", help="system prompt text")
+    group.add_argument("--system-file", metavar="PATH", help="system prompt file")
+    group.add_argument("--stream", action="store_true", default=None, help="use SSE streaming responses")
+
+
+ENV_NAMES = {"base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY", "model": "ASYNCAI_MODEL"}
+
+
+@dataclass
+class Settings:
+    """Every option after resolution, keyed by the option's dest name (``code_timeout``)."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self.values.get(key)
+        return default if value is None else value
+
+
+def _read_config(path: Path, explicit: bool) -> dict[str, Any]:
+    path = path.expanduser()
+    if not path.exists():
+        if explicit:
+            raise UsageError(f"config file {path} does not exist")
+        return {}
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"cannot read config file {path}: {exc}") from None
+    return {key.replace("-", "_"): value for key, value in data.items()}
+
+
+def resolve(args: argparse.Namespace) -> Settings:
+    """Flags win over the environment, the environment over the config file."""
+    explicit = getattr(args, "config", None)
+    file_values = _read_config(Path(explicit) if explicit else DEFAULT_CONFIG, explicit is not None)
+    values: dict[str, Any] = dict(file_values)
+    for key, env in ENV_NAMES.items():
+        if os.environ.get(env):
+            values[key] = os.environ[env]
+    for key, value in vars(args).items():
+        if value is not None:
+            values[key] = value
+    return Settings(values)
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
+def server_specs(settings: Settings) -> list[ServerSpec]:
+    specs: list[ServerSpec] = [stdio_spec(command) for command in _as_list(settings.get("mcp_stdio"))]
+    specs += [http_spec(url) for url in _as_list(settings.get("mcp_http"))]
+    for path in _as_list(settings.get("mcp_config")):
+        specs += specs_from_config(path)
+    return specs
+
+
+def code_limits(settings: Settings) -> CodeModeLimits:
+    defaults = CodeModeLimits()
+    memory = settings.get("code_max_memory")
+    try:
+        max_memory = parse_size(str(memory)) if memory is not None else defaults.max_memory
+    except ValueError as exc:
+        raise UsageError(f"--code-max-memory: {exc}") from None
+    limits = CodeModeLimits(
+        code_timeout=float(settings.get("code_timeout", defaults.code_timeout)),
+        wall_timeout=float(settings.get("code_wall_timeout", defaults.wall_timeout)),
+        tool_timeout=float(settings.get("tool_timeout", defaults.tool_timeout)),
+        max_calls=int(settings.get("code_max_calls", defaults.max_calls)),
+        max_result_chars=int(settings.get("code_max_result", defaults.max_result_chars)),
+        max_memory=max_memory,
+    )
+    for name in ("code_timeout", "wall_timeout", "tool_timeout", "max_calls", "max_result_chars"):
+        if getattr(limits, name) <= 0:
+            raise UsageError(f"{name.replace('_', '-')} must be positive")
+    return limits
+
+
+def sandbox_config(settings: Settings) -> SandboxConfig:
+    return SandboxConfig(kind=settings.get("code_sandbox", "auto"), monty_url=settings.get("monty_url"))
+
+
+def read_preamble(settings: Settings) -> str | None:
+    path = settings.get("code_preamble")
+    if path is None:
+        return None
+    try:
+        return Path(path).read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read --code-preamble {path}: {exc.strerror or exc}") from None

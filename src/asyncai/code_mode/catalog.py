@@ -1,0 +1,423 @@
+"""The code-mode catalog: MCP tools rendered as Python ``async def`` stubs (ADR 0004, "Python stubs", A1).
+
+Everything here is a pure function of the tool definitions, so the ``run_code`` description is
+byte-stable for a given tool set (it sits in the cached prompt prefix).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import keyword
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+from asyncai.code_mode.contract import MAX_RESULT_CHARS, NO_OUTPUT_TEXT
+from asyncai.tools.types import ToolDefinition
+
+__all__ = [
+    "HELPER_NAMES",
+    "PREIMPORTED",
+    "RUN_CODE_INPUT_SCHEMA",
+    "parameter_names",
+    "python_type",
+    "render_catalog",
+    "render_stub",
+    "run_code_description",
+    "sanitize_names",
+    "shape_sketch",
+]
+
+HELPER_NAMES: Final = ("items", "names", "dig", "count_by", "to_json")
+PREIMPORTED: Final = ("asyncio", "json", "re")
+
+RUN_CODE_INPUT_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "code": {"type": "string", "description": "Python to run"},
+        "restart": {"type": "boolean", "description": "reset REPL state first"},
+    },
+    "required": ["code"],
+}
+
+# Builtins a tool must not shadow: the sandbox resolves builtins before asking the host for a name,
+# so a tool called ``list`` or ``open`` would be unreachable. Fixed here (not ``dir(builtins)``) so
+# the catalog does not change with the host's Python version.
+_BUILTIN_NAMES: Final = frozenset(
+    """abs aiter all anext any ascii bin bool breakpoint bytearray bytes callable chr classmethod
+    compile complex copyright credits delattr dict dir divmod enumerate eval exec exit filter float
+    format frozenset getattr globals hasattr hash help hex id input int isinstance issubclass iter
+    len license list locals map max memoryview min next object oct open ord pow print property quit
+    range repr reversed round set setattr slice sorted staticmethod str sum super tuple type vars zip
+    """.split()  # noqa: SIM905 (one readable block)
+)
+_RESERVED_TOOL_NAMES: Final = frozenset(HELPER_NAMES) | frozenset(PREIMPORTED) | _BUILTIN_NAMES
+
+_MAX_SKETCH_DEPTH: Final = 4
+_MAX_SKETCH_PROPERTIES: Final = 12
+_MAX_ARG_DESCRIPTION: Final = 120
+_NO_SCHEMA_RETURNS: Final = (
+    "Returns: Any (no output schema: inspect a small sample before relying on its shape)"
+)
+
+_SCALAR_TYPES: Final = {
+    "string": "str",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+    "null": "None",
+}
+
+# ---------------------------------------------------------------------------------------------
+# Names
+
+
+def _identifier(name: str) -> str:
+    """``name`` as an identifier: ``[^A-Za-z0-9_]`` -> ``_``, a leading digit gets a ``_`` prefix."""
+    ident = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if not ident:
+        return "_"
+    if ident[0].isdigit():
+        ident = "_" + ident
+    return ident
+
+
+def _assign_names(names: Sequence[str], reserved: frozenset[str]) -> list[str]:
+    """A unique identifier for each name, in order.
+
+    Names that are already usable identifiers keep themselves; the others are claimed in order.
+    Keywords get a trailing ``_`` (PEP 8), reserved names and collisions a ``_2``, ``_3``, ... suffix.
+    """
+
+    def usable(ident: str) -> bool:
+        return not keyword.iskeyword(ident) and ident not in reserved
+
+    taken = {name for name in names if name.isidentifier() and usable(name)}
+    assigned: list[str] = []
+    kept: set[str] = set()
+    for name in names:
+        if name in taken and name not in kept:
+            kept.add(name)
+            assigned.append(name)
+            continue
+        base = _identifier(name)
+        if keyword.iskeyword(base):
+            base += "_"
+        candidate, n = base, 1
+        while candidate in taken or not usable(candidate):
+            n += 1
+            candidate = f"{base}_{n}"
+        taken.add(candidate)
+        assigned.append(candidate)
+    return assigned
+
+
+def sanitize_names(tools: Sequence[ToolDefinition]) -> dict[str, ToolDefinition]:
+    """Python identifier -> tool, in the tools' order (deterministic).
+
+    Avoids keywords, the helper names, the pre-imported modules and the builtins.
+    """
+    idents = _assign_names([tool.name for tool in tools], _RESERVED_TOOL_NAMES)
+    return dict(zip(idents, tools, strict=True))
+
+
+def _properties(schema: Any) -> dict[str, Any]:
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return props if isinstance(props, dict) else {}
+
+
+def _required(schema: Any) -> list[str]:
+    required = schema.get("required") if isinstance(schema, dict) else None
+    if not isinstance(required, list):
+        return []
+    return [name for name in required if isinstance(name, str)]
+
+
+def _ordered_properties(schema: Any) -> list[tuple[str, Any, bool]]:
+    """(property name, schema, required) with required properties first, each group in schema order."""
+    props = _properties(schema)
+    required = set(_required(schema))
+    extra_required = [name for name in _required(schema) if name not in props]
+    first = [(name, props[name], True) for name in props if name in required]
+    first += [(name, {}, True) for name in dict.fromkeys(extra_required)]
+    rest = [(name, sub, False) for name, sub in props.items() if name not in required]
+    return first + rest
+
+
+def parameter_names(tool: ToolDefinition) -> dict[str, str]:
+    """Python parameter name -> input-schema property name, in stub order."""
+    ordered = [name for name, _, _ in _ordered_properties(tool.input_schema)]
+    return dict(zip(_assign_names(ordered, frozenset()), ordered, strict=True))
+
+
+# ---------------------------------------------------------------------------------------------
+# Types
+
+
+def _literal(values: Iterable[Any]) -> list[str]:
+    """Union members for an enum/const: ``Literal[...]`` of the scalars, ``None`` last."""
+    scalars: list[str] = []
+    has_none = False
+    for value in values:
+        if value is None:
+            has_none = True
+        elif isinstance(value, (str, int, float)):
+            scalars.append(repr(value))
+        else:
+            return ["Any"]
+    members = [f"Literal[{', '.join(dict.fromkeys(scalars))}]"] if scalars else []
+    return [*members, "None"] if has_none else members
+
+
+def _union(members: Iterable[str]) -> list[str]:
+    """Deduplicated members, ``None`` last; ``Any`` absorbs everything."""
+    unique = list(dict.fromkeys(members))
+    if not unique or "Any" in unique:
+        return ["Any"]
+    if "None" in unique:
+        unique = [m for m in unique if m != "None"] + ["None"]
+    return unique
+
+
+def _single_type(type_name: str, schema: dict[str, Any]) -> str:
+    if type_name in _SCALAR_TYPES:
+        return _SCALAR_TYPES[type_name]
+    if type_name == "array":
+        items = schema.get("items")
+        return f"list[{python_type(items) if isinstance(items, dict) else 'Any'}]"
+    if type_name == "object":
+        return "dict[str, Any]"
+    return "Any"
+
+
+def _type_members(schema: Any) -> list[str]:
+    """The union members of the Python type for a JSON schema."""
+    if not isinstance(schema, dict) or not schema or "$ref" in schema:
+        return ["Any"]
+    if "const" in schema:
+        return _literal([schema["const"]])
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return _literal(schema["enum"])
+    for combinator in ("anyOf", "oneOf"):
+        options = schema.get(combinator)
+        if isinstance(options, list) and options:
+            return _union(m for option in options for m in _type_members(option))
+    all_of = schema.get("allOf")
+    if isinstance(all_of, list) and len(all_of) == 1:
+        return _type_members(all_of[0])
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return [_single_type(declared, schema)]
+    if isinstance(declared, list) and declared:
+        return _union(_single_type(t, schema) if isinstance(t, str) else "Any" for t in declared)
+    if "properties" in schema or "additionalProperties" in schema:
+        return ["dict[str, Any]"]
+    if "items" in schema:
+        return [_single_type("array", schema)]
+    return ["Any"]
+
+
+def python_type(schema: Any) -> str:
+    """The Python annotation for a JSON schema (ADR type table)."""
+    return " | ".join(_type_members(schema))
+
+
+# ---------------------------------------------------------------------------------------------
+# Shape sketches
+
+
+def _sketch_literal(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    return "Any"
+
+
+def _sketch_union(parts: Iterable[str]) -> str:
+    unique = list(dict.fromkeys(parts))
+    return "Any" if "Any" in unique else "|".join(unique)
+
+
+def _sketch_object(schema: dict[str, Any], depth: int) -> str:
+    props = _properties(schema)
+    if depth >= _MAX_SKETCH_DEPTH:
+        return "{...}" if props or isinstance(schema.get("additionalProperties"), dict) else "dict"
+    if props:
+        names = list(props)
+        fields = [
+            f"{json.dumps(name, ensure_ascii=False)}: {shape_sketch(props[name], depth + 1)}"
+            for name in names[:_MAX_SKETCH_PROPERTIES]
+        ]
+        if len(names) > _MAX_SKETCH_PROPERTIES:
+            fields.append("...")
+        return "{" + ", ".join(fields) + "}"
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict) and extra:
+        return "{str: " + shape_sketch(extra, depth + 1) + "}"
+    return "dict"
+
+
+def _sketch_array(schema: dict[str, Any], depth: int) -> str:
+    items = schema.get("items")
+    if not isinstance(items, dict) or not items:
+        return "list"
+    if depth >= _MAX_SKETCH_DEPTH:
+        return "[...]"
+    return "[" + shape_sketch(items, depth + 1) + "]"
+
+
+def _sketch_type(type_name: str, schema: dict[str, Any], depth: int) -> str:
+    if type_name == "object":
+        return _sketch_object(schema, depth)
+    if type_name == "array":
+        return _sketch_array(schema, depth)
+    return _SCALAR_TYPES.get(type_name, "Any")
+
+
+def shape_sketch(schema: Any, depth: int = 0) -> str:
+    """A compact, deterministic sketch of the data a JSON schema describes.
+
+    Objects as ``{"key": <sketch>, ...}`` (at most 12 properties, then ``...``), arrays as
+    ``[<item>]``, scalars as type names, enums as ``"a"|"b"``, unions joined by ``|``; containers
+    below 4 levels are cut to ``{...}`` / ``[...]``.
+    """
+    if not isinstance(schema, dict) or not schema or "$ref" in schema:
+        return "Any"
+    if "const" in schema:
+        return _sketch_literal(schema["const"])
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return _sketch_union(_sketch_literal(v) for v in schema["enum"])
+    for combinator in ("anyOf", "oneOf"):
+        options = schema.get(combinator)
+        if isinstance(options, list) and options:
+            return _sketch_union(shape_sketch(option, depth) for option in options)
+    all_of = schema.get("allOf")
+    if isinstance(all_of, list) and len(all_of) == 1:
+        return shape_sketch(all_of[0], depth)
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return _sketch_type(declared, schema, depth)
+    if isinstance(declared, list) and declared:
+        return _sketch_union(
+            _sketch_type(t, schema, depth) if isinstance(t, str) else "Any" for t in declared
+        )
+    if "properties" in schema or "additionalProperties" in schema:
+        return _sketch_object(schema, depth)
+    if "items" in schema:
+        return _sketch_array(schema, depth)
+    return "Any"
+
+
+# ---------------------------------------------------------------------------------------------
+# Stubs
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
+
+
+def _docstring(lines: list[str]) -> str:
+    """An indented docstring; raw when the text has backslashes, so ``\\d`` reads as written."""
+    text = "\n".join(lines)
+    quote = 'r"""' if "\\" in text else '"""'
+    text = text.replace('"""', '\\"""') if quote == 'r"""' else text.replace('"""', '\\"\\"\\"')
+    body = "\n".join(f"    {line}" if line else "" for line in text.split("\n"))
+    return f'    {quote}\n{body}\n    """'
+
+
+def _parameter(py_name: str, schema: Any, required: bool) -> str:
+    members = _type_members(schema)
+    if required:
+        return f"{py_name}: {' | '.join(members)}"
+    if "None" not in members and members != ["Any"]:
+        members = [*members, "None"]
+    return f"{py_name}: {' | '.join(members)} = None"
+
+
+def _arg_line(py_name: str, schema: Any) -> str | None:
+    if not isinstance(schema, dict):
+        return None
+    description = schema.get("description")
+    text = description.strip() if isinstance(description, str) else ""
+    if "default" in schema:
+        default = json.dumps(schema["default"], ensure_ascii=False)
+        text = f"{text} (default: {default})" if text else f"default: {default}"
+    if not text:
+        return None
+    return f"    {py_name}: {_one_line(text, _MAX_ARG_DESCRIPTION)}"
+
+
+def render_stub(py_name: str, tool: ToolDefinition) -> str:
+    """An ``async def`` stub with keyword-only parameters, a return annotation and a docstring."""
+    py_params = parameter_names(tool)
+    props = {name: (sub, req) for name, sub, req in _ordered_properties(tool.input_schema)}
+    params = [_parameter(py, *props[prop]) for py, prop in py_params.items()]
+    signature = f"*, {', '.join(params)}" if params else ""
+    returns = python_type(tool.output_schema) if tool.output_schema else "Any"
+
+    doc: list[str] = []
+    description = inspect.cleandoc(tool.description or "")
+    if description:
+        doc.extend(description.splitlines())
+    arg_lines = [line for py, prop in py_params.items() if (line := _arg_line(py, props[prop][0]))]
+    if arg_lines:
+        doc.append("Args:")
+        doc.extend(arg_lines)
+    if tool.output_schema:
+        doc.append(f"Returns: {shape_sketch(tool.output_schema)}")
+    else:
+        doc.append(_NO_SCHEMA_RETURNS)
+
+    return f"async def {py_name}({signature}) -> {returns}:\n{_docstring(doc)}"
+
+
+def render_catalog(tools: Sequence[ToolDefinition]) -> str:
+    """Every tool's stub, in the tools' order, separated by blank lines."""
+    return "\n\n".join(render_stub(py_name, tool) for py_name, tool in sanitize_names(tools).items())
+
+
+# ---------------------------------------------------------------------------------------------
+# The run_code description
+
+_RULES: Final = f"""\
+Run Python in a sandbox (Monty, a subset of Python 3) that calls the async functions listed below; \
+each one runs a tool.
+
+How to work:
+- Plan first, then write ONE complete program that fetches, filters and returns the answer. \
+Inspect data shapes only after a failure.
+- Call functions with keyword arguments only, and always await them: x = await f(a=1).
+- Parallel calls: a, b = await asyncio.gather(f(a=1), g(b=2)). gather takes no keyword arguments \
+(no return_exceptions).
+- A failing call raises RuntimeError; catch it with try/except to carry on.
+- asyncio, json and re are already imported.
+- Helpers (never rebind these names): items(x) is the list in a result (x itself, x["items"], or a \
+dict's only list); names(x) is the metadata.name (else name, else id) of each element; \
+dig(obj, *path, default=None) reads a nested value, path segments dotted or split: \
+dig(pod, "status.phase"), dig(i, "spec", "name"); count_by(xs, *path) is {{value: count}} of the value \
+at path; to_json(x, indent=None) is json.dumps with str() for unknown types.
+- Variables persist across run_code calls in this conversation; restart: true clears them. Earlier \
+tool results are NOT in the chat history: keep large data in variables and reuse it instead of \
+fetching again.
+- No filesystem, environment, network or subprocess access: the functions below are the only way out.
+- Not supported: class inheritance (so no custom exception classes), method decorators such as \
+@property, generators/yield, del, globals(); modules such as operator, io, textwrap and statistics \
+are missing. Use dicts or dataclasses, plain functions, built-in exceptions, and lambdas for key=.
+
+Result:
+- The last expression is the result: a str is returned as-is, anything else as compact JSON. \
+If it is None or an assignment you get "{NO_OUTPUT_TEXT}".
+- print() output is returned too: {{"output": "<printed>", "result": <last expression>}}.
+- Results over {MAX_RESULT_CHARS} characters are rejected: filter, count or select fields in Python \
+and return only what answers the question.
+
+Functions:
+"""
+
+
+def run_code_description(tools: Sequence[ToolDefinition]) -> str:
+    """The ``run_code`` tool description: sandbox rules, return contract, catalog (byte-stable)."""
+    return _RULES + "\n" + render_catalog(tools)

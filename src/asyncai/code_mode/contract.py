@@ -1,0 +1,271 @@
+"""The ``run_code`` return contract (ADR 0004, "Return contract", "Limits", A11) as pure functions.
+
+The engine observes what a snippet produced (its trailing value and its print output, or a
+traceback) and these functions turn that into the text the model gets.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Final
+
+from asyncai.code_mode.values import compact_json
+
+__all__ = [
+    "HINTS",
+    "MAX_RESULT_CHARS",
+    "NO_OUTPUT_TEXT",
+    "PREVIEW_CHARS",
+    "RunCodeText",
+    "SnippetOutcome",
+    "find_unawaited",
+    "format_error",
+    "format_outcome",
+    "hint_for",
+    "preview",
+]
+
+MAX_RESULT_CHARS: Final = 20_000
+PREVIEW_CHARS: Final = 2_000
+NO_OUTPUT_TEXT: Final = "(no output; the last expression was None)"
+EMPTY_STRING_TEXT: Final = '(the result is an empty string "")'
+STATE_RESET_TEXT: Final = (
+    "The REPL state was reset: all variables from earlier run_code calls are gone; fetch again what you need."
+)
+
+_UNAWAITED: Final = re.compile(r"<coroutine external_future\(\d+\)>|<coroutine object [^>]*>|<gather\(\d+\)>")
+_SCAN_LIMIT: Final = 1_000
+
+
+@dataclass(frozen=True)
+class SnippetOutcome:
+    """What a snippet that completed produced, as the engine observed it."""
+
+    value: Any
+    """The trailing expression's host value; None when the snippet ended with a statement."""
+    printed: str
+    """Collected ``print()`` output, already capped by the engine."""
+    printed_truncated_bytes: int = 0
+    """How many bytes of print output the engine dropped."""
+
+
+@dataclass(frozen=True)
+class RunCodeText:
+    """The ``run_code`` tool result as the model sees it."""
+
+    text: str
+    is_error: bool
+
+
+def preview(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text``, with ``...`` when something was cut."""
+    if len(text) <= limit:
+        return text
+    return text[: max(limit, 0)] + "..."
+
+
+def _group_thousands(n: int) -> str:
+    return f"{n:,}".replace(",", " ")
+
+
+def find_unawaited(value: Any, *, limit: int = _SCAN_LIMIT) -> str | None:
+    """The first repr string of an un-awaited coroutine/gather in ``value``, if any.
+
+    The sandbox returns un-awaited awaitables as strings such as ``'<gather(2)>'``. This scans
+    breadth-first through lists, tuples, sets and dict keys/values, at most ``limit`` elements.
+    """
+    queue: deque[Any] = deque([value])
+    seen = 0
+    while queue and seen < limit:
+        item = queue.popleft()
+        seen += 1
+        if isinstance(item, str):
+            if _UNAWAITED.fullmatch(item):
+                return item
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                queue.append(key)
+                queue.append(child)
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            queue.extend(item)
+    return None
+
+
+def _unawaited_error(found: str, where: str) -> RunCodeText:
+    return RunCodeText(
+        text=(
+            f"error: the {where} contains an un-awaited call ({found}); add await, "
+            "e.g. x = await f(...) or await asyncio.gather(...)"
+        ),
+        is_error=True,
+    )
+
+
+def _output_text(outcome: SnippetOutcome) -> str:
+    if outcome.printed_truncated_bytes > 0:
+        return f"{outcome.printed}... [print output truncated: {outcome.printed_truncated_bytes} more bytes]"
+    return outcome.printed
+
+
+def _result_text(outcome: SnippetOutcome) -> str:
+    has_output = bool(outcome.printed) or outcome.printed_truncated_bytes > 0
+    if outcome.value is None:
+        if not has_output:
+            return NO_OUTPUT_TEXT
+        return compact_json({"output": _output_text(outcome)})
+    if has_output:
+        return compact_json({"output": _output_text(outcome), "result": outcome.value})
+    if isinstance(outcome.value, str):
+        return outcome.value or EMPTY_STRING_TEXT
+    return compact_json(outcome.value)
+
+
+def _too_large(text: str, max_chars: int) -> RunCodeText:
+    shown = min(PREVIEW_CHARS, max(max_chars // 10, 0))
+    return RunCodeText(
+        text=(
+            f"error: result is {_group_thousands(len(text))} chars, over the {max_chars}-char limit for "
+            "what goes to the model. Assign the data to a variable and return a filtered subset "
+            "(a count, a few names, selected fields). "
+            f"Preview (first {shown} chars): {preview(text, shown)}"
+        ),
+        is_error=True,
+    )
+
+
+def format_outcome(outcome: SnippetOutcome, max_chars: int = MAX_RESULT_CHARS) -> RunCodeText:
+    """The ``run_code`` result for a snippet that completed (ADR return contract + size guard)."""
+    found = find_unawaited(outcome.value)
+    if found is not None:
+        return _unawaited_error(found, "result")
+    match = _UNAWAITED.search(outcome.printed)
+    if match is not None:
+        return _unawaited_error(match.group(0), "print output")
+    text = _result_text(outcome)
+    if len(text) > max_chars:
+        return _too_large(text, max_chars)
+    return RunCodeText(text=text, is_error=False)
+
+
+_AVAILABLE_MODULES: Final = (
+    "asyncio base64 bisect collections copy csv dataclasses datetime decimal functools hashlib "
+    "itertools json math random re time typing"
+)
+
+HINTS: Final[tuple[tuple[str, str], ...]] = (
+    # (regex searched in the error text, multiline; hint, formatted with the named groups)
+    (
+        r"unexpected keyword argument 'default'",
+        "json.dumps has no default= here; use to_json(x), which falls back to str() for unknown types.",
+    ),
+    (
+        r"is not JSON serializable",
+        "use to_json(x), which falls back to str(); turn sets into lists with sorted(...).",
+    ),
+    (
+        r"unhashable type|as a dict key",
+        "lists and dicts cannot be dict keys or set members; use a tuple or a str key, e.g. tuple(x).",
+    ),
+    (
+        r"No module named '(?P<module>operator)'",
+        "there is no operator module; use lambdas, e.g. key=lambda r: r['name'].",
+    ),
+    (
+        r"No module named '(?P<module>(?:subprocess|socket|urllib|os|http|requests|httpx|aiohttp)\b[^']*)'",
+        "there is no OS, subprocess or network access in the sandbox; use the catalog functions.",
+    ),
+    (
+        r"No module named '(?P<module>[^']+)'",
+        "module {module} is not available; available modules: " + _AVAILABLE_MODULES + ".",
+    ),
+    (
+        r"cannot import name '(?P<name>[^']+)' from '(?P<module>[^']+)'",
+        "{module}.{name} is not available in the sandbox; write it with plain dicts, lists and functions.",
+    ),
+    (
+        r"does not yet support class inheritance",
+        "no class inheritance (so no custom exception classes, Enum, NamedTuple or ABC): use dicts or "
+        "@dataclass and plain functions; raise built-in exceptions such as ValueError.",
+    ),
+    (
+        r"does not yet support method decorators",
+        "no @property/@staticmethod/@classmethod: use plain methods or module-level functions.",
+    ),
+    (
+        r"does not yet support yield",
+        "no generators (yield): build and return a list instead.",
+    ),
+    (
+        r"does not yet support the 'del' statement",
+        "no del statement: use d.pop(key, None), rebind the name, or build a new list or dict.",
+    ),
+    (
+        r"name '(?P<name>globals|locals|vars)' is not defined",
+        "{name}() is not available; keep the values you need in your own dict.",
+    ),
+    (
+        r"gather\(\) does not (?:yet )?support keyword arguments",
+        "asyncio.gather takes no keyword arguments (no return_exceptions); to keep going on errors, wrap "
+        "each call in an async def with try/except and gather those.",
+    ),
+    (
+        r"module 'asyncio' has no attribute '(?P<name>[^']+)'",
+        "asyncio.{name} is not available; run calls concurrently with await asyncio.gather(...) "
+        "(gather a slice of the list at a time to limit concurrency).",
+    ),
+    (
+        r"'coroutine' object|can't be awaited|No pending async tasks",
+        "await each tool call exactly once, in the same run_code call that makes it: x = await f(...).",
+    ),
+    (
+        r"type object 'str' has no attribute '(?P<name>[^']+)'",
+        "use a lambda instead of str.{name}, e.g. key=lambda s: s.{name}().",
+    ),
+    (
+        r"takes keyword arguments only",
+        "call tools with keyword arguments only: await f(name=value).",
+    ),
+    (
+        r"has no attribute 'write'",
+        "sys.stdout.write is not available; use print(..., end='').",
+    ),
+    (
+        r"^KeyError\b",
+        'a key is missing; use dig(obj, "a.b", default=None) or obj.get("key") for optional fields.',
+    ),
+)
+
+_COMPILED_HINTS: Final = tuple((re.compile(pattern, re.MULTILINE), hint) for pattern, hint in HINTS)
+
+
+def hint_for(error_text: str) -> str | None:
+    """One ``Hint:`` line for a known Monty gap in ``error_text`` (first match wins), or None."""
+    for pattern, hint in _COMPILED_HINTS:
+        match = pattern.search(error_text)
+        if match is not None:
+            return "Hint: " + hint.format(**match.groupdict())
+    return None
+
+
+def _clip_middle(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = limit // 2
+    tail = limit - head
+    omitted = len(text) - head - tail
+    return f"{text[:head]}\n... [{omitted} chars omitted] ...\n{text[-tail:]}"
+
+
+def format_error(
+    traceback_text: str, *, state_reset: bool = False, max_chars: int = MAX_RESULT_CHARS
+) -> RunCodeText:
+    """An error result: the traceback (clipped in the middle to ``max_chars``), a hint, a reset note."""
+    lines = [_clip_middle(traceback_text.rstrip(), max_chars)]
+    hint = hint_for(traceback_text)
+    if hint is not None:
+        lines.append(hint)
+    if state_reset:
+        lines.append(STATE_RESET_TEXT)
+    return RunCodeText(text="\n".join(lines), is_error=True)

@@ -1,0 +1,120 @@
+"""``CodeModeToolExecutor``: wraps any executor so that the model sees exactly one tool, ``run_code``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from typing import Any
+
+from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
+from .catalog import RUN_CODE_INPUT_SCHEMA, parameter_names, run_code_description, sanitize_names
+from .dispatch import CatalogEntry
+from .limits import CodeModeLimits
+from .repl import RUN_CODE, ReplScope, ScopeSetup
+from .sandbox import Sandbox, SandboxConfig
+
+THREAD_SCOPES = 8  # A10: one REPL per conversation thread, least recently used evicted
+
+
+def build_catalog(tools: list[ToolDefinition]) -> dict[str, CatalogEntry]:
+    catalog: dict[str, CatalogEntry] = {}
+    for py_name, tool in sanitize_names(tools).items():
+        required = {str(name) for name in tool.input_schema.get("required", [])}
+        parameters = parameter_names(tool)
+        catalog[py_name] = CatalogEntry(
+            tool=tool,
+            parameters=parameters,
+            required=frozenset(py for py, schema_name in parameters.items() if schema_name in required),
+        )
+    return catalog
+
+
+def run_code_definition(tools: list[ToolDefinition]) -> ToolDefinition:
+    return ToolDefinition(
+        name=RUN_CODE,
+        description=run_code_description(tools),
+        input_schema=RUN_CODE_INPUT_SCHEMA,
+        read_only=all(tool.read_only for tool in tools),
+        destructive=any(tool.destructive for tool in tools),
+    )
+
+
+class CodeModeToolExecutor(ToolExecutor):
+    """Every inner tool becomes an ``async def`` in the sandbox; ``tools()`` is ``[run_code]``.
+
+    ``call_tool`` uses one shared default scope; ``run_scope()`` gives a fresh REPL for one run and
+    ``thread_scope(id)`` one REPL per conversation thread (an LRU of 8).
+    """
+
+    def __init__(
+        self,
+        inner: ToolExecutor,
+        limits: CodeModeLimits | None = None,
+        sandbox: SandboxConfig | None = None,
+        preamble: str | None = None,
+    ) -> None:
+        self.inner = inner
+        self.limits = limits or CodeModeLimits()
+        inner_tools = inner.tools()
+        self.catalog = build_catalog(inner_tools)
+        self.sandbox = Sandbox(sandbox or SandboxConfig(), self.limits)
+        self._setup = ScopeSetup(
+            run_code=run_code_definition(inner_tools),
+            catalog=self.catalog,
+            inner=inner,
+            sandbox=self.sandbox,
+            operator_preamble=preamble,
+        )
+        self._default = ReplScope(self._setup)
+        self._threads: OrderedDict[str, ReplScope] = OrderedDict()
+        self._run_scopes: set[ReplScope] = set()
+        self._closing: set[asyncio.Task[None]] = set()
+
+    async def __aenter__(self) -> CodeModeToolExecutor:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def tools(self) -> list[ToolDefinition]:
+        return [self._setup.run_code]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput:
+        return await self._default.call_tool(name, arguments)
+
+    def context_note(self) -> str | None:
+        return self._default.context_note()
+
+    def run_scope(self) -> ToolExecutor:
+        scope = _RunScope(self._setup, self._run_scopes)
+        self._run_scopes.add(scope)
+        return scope
+
+    def thread_scope(self, thread_id: str) -> ToolExecutor:
+        scope = self._threads.pop(thread_id, None) or ReplScope(self._setup)
+        self._threads[thread_id] = scope
+        while len(self._threads) > THREAD_SCOPES:
+            _, evicted = self._threads.popitem(last=False)
+            task = asyncio.get_running_loop().create_task(evicted.aclose())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+        return scope
+
+    async def aclose(self) -> None:
+        scopes = [self._default, *self._threads.values(), *self._run_scopes]
+        self._threads.clear()
+        self._run_scopes.clear()
+        await asyncio.gather(*(scope.aclose() for scope in scopes), *self._closing)
+        await self.sandbox.aclose()
+
+
+class _RunScope(ReplScope):
+    """A per-run REPL that forgets itself in its owner when closed."""
+
+    def __init__(self, setup: ScopeSetup, registry: set[ReplScope]) -> None:
+        super().__init__(setup)
+        self._registry = registry
+
+    async def aclose(self) -> None:
+        self._registry.discard(self)
+        await super().aclose()

@@ -1,0 +1,53 @@
+"""``CodeModeLimits``: every bound code mode applies, with the ADR's defaults."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+KIB = 1024
+MIB = 1024 * KIB
+GIB = 1024 * MIB
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": KIB, "m": MIB, "g": GIB, "t": 1024 * GIB}
+
+
+@dataclass(frozen=True)
+class CodeModeLimits:
+    """Limits of one ``run_code`` call (ADR Limits, A4, A5)."""
+
+    code_timeout: float = 30.0
+    """Execution time per snippet, excluding time awaiting tools (Monty ``max_feed_duration``)."""
+    wall_timeout: float = 300.0
+    """Wall clock per ``run_code``; in-flight calls are cancelled and the REPL is reset."""
+    tool_timeout: float = 120.0
+    """Per nested tool call."""
+    max_calls: int = 100
+    """Nested tool calls per snippet."""
+    max_suspensions: int = 10_000
+    """Host round trips per snippet (tool calls and OS calls the host sees)."""
+    max_result_chars: int = 20_000
+    """What one ``run_code`` may return to the model."""
+    max_print_bytes: int = MIB
+    """Collected ``print()`` output; the rest is counted and dropped."""
+    max_memory: int = 4 * GIB
+    """Heap cap of each sandbox worker."""
+    max_recursion: int = 1000
+
+    @property
+    def hard_timeout(self) -> float:
+        """The pool's per-turn watchdog (A5): the snippet limit plus 10 s."""
+        return self.code_timeout + 10.0
+
+
+def parse_size(text: str) -> int:
+    """``"256MiB"``, ``"4GiB"``, ``"512m"``, ``"1048576"`` -> bytes; ``ValueError`` with a clear message."""
+    match = _SIZE.match(text)
+    if not match:
+        raise ValueError(f"bad size {text!r}: use a number with an optional unit, e.g. 256MiB or 4GiB")
+    number, unit, _ = match.groups()
+    size = int(float(number) * _UNITS[unit.lower()])
+    if size <= 0:
+        raise ValueError(f"bad size {text!r}: must be positive")
+    return size

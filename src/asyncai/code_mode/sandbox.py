@@ -1,0 +1,121 @@
+"""Where snippets run: pydantic-monty workers, local (``pool``) or over WebSocket (``remote``).
+
+Every REPL scope is one checked-out worker session. The pool is sized for the thread LRU plus
+per-run scopes, and a checkout that finds no free worker fails after ``checkout_timeout`` instead
+of waiting forever (pydantic-monty's default).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from dataclasses import dataclass
+from typing import Literal
+
+import pydantic_monty as pm
+
+from .limits import CodeModeLimits
+
+SandboxKind = Literal["auto", "pool", "remote", "in-process"]
+SANDBOX_KINDS: tuple[str, ...] = ("auto", "pool", "remote", "in-process")
+# pydantic-monty 1.4 can abort at interpreter exit while its runtime threads still post to the
+# loop; keeping the loop alive briefly after closing the pool avoids it (monty guide, bug 1).
+_EXIT_GRACE_SECONDS = 0.05
+
+
+class SandboxConfigError(Exception):
+    """A sandbox that cannot be used as configured; the message is one line."""
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    kind: SandboxKind = "auto"
+    monty_url: str | None = None
+    max_workers: int = 16
+    checkout_timeout: float = 30.0
+
+    def resolved_kind(self) -> Literal["pool", "remote"]:
+        if self.kind == "in-process":
+            raise SandboxConfigError(
+                "--code-sandbox in-process is not available in Python: pydantic-monty always runs code "
+                "in worker processes; use pool (the default) or remote"
+            )
+        if self.kind == "remote":
+            if not self.monty_url:
+                raise SandboxConfigError("--code-sandbox remote needs --monty-url ws://HOST:PORT")
+            return "remote"
+        if self.kind == "auto" and self.monty_url:
+            return "remote"
+        return "pool"
+
+
+Pool = pm.AsyncMonty | pm.AsyncMontyWebsocket
+
+
+class Sandbox:
+    """Owns the worker pool; ``checkout`` hands out one REPL session."""
+
+    def __init__(self, config: SandboxConfig, limits: CodeModeLimits) -> None:
+        self.config = config
+        self.limits = limits
+        self.kind = config.resolved_kind()
+        self._pool: Pool | None = None
+        self._lock = asyncio.Lock()
+
+    async def _ensure_pool(self) -> Pool:
+        async with self._lock:
+            if self._pool is None:
+                pool: Pool
+                if self.kind == "remote":
+                    assert self.config.monty_url is not None
+                    pool = pm.AsyncMontyWebsocket(
+                        self.config.monty_url,
+                        max_processes=self.config.max_workers,
+                        checkout_timeout=self.config.checkout_timeout,
+                        request_timeout=self.limits.hard_timeout,
+                    )
+                else:
+                    pool = pm.AsyncMonty(
+                        min_processes=1,
+                        max_processes=self.config.max_workers,
+                        checkout_timeout=self.config.checkout_timeout,
+                        request_timeout=self.limits.hard_timeout,
+                    )
+                await pool.__aenter__()
+                self._pool = pool
+            return self._pool
+
+    async def checkout(self) -> pm.AsyncMontySession:
+        """A new, entered session; the caller ends it with ``release``."""
+        pool = await self._ensure_pool()
+        session = pool.checkout(
+            script_name="run_code.py",
+            limits={
+                "max_feed_duration_secs": self.limits.code_timeout,
+                "max_memory": self.limits.max_memory,
+                "max_recursion_depth": self.limits.max_recursion,
+                # Counted per checkout by the pool; the per-snippet budget is enforced by the host.
+                "max_suspensions": 1_000_000_000,
+            },
+        )
+        await session.__aenter__()
+        return session
+
+    async def aclose(self) -> None:
+        async with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.__aexit__(None, None, None)
+            await asyncio.sleep(_EXIT_GRACE_SECONDS)
+
+
+async def release(session: pm.AsyncMontySession, *, discard: bool = False) -> None:
+    """End a session; ``discard`` kills its worker first so the next checkout gets a fresh one."""
+    if discard and session.worker_pid is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(session.worker_pid, signal.SIGKILL)
+    # A dead or crashed session has nothing left to release.
+    with contextlib.suppress(Exception):
+        await session.__aexit__(None, None, None)

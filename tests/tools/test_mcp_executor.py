@@ -1,0 +1,141 @@
+"""McpToolExecutor against real MCP servers: routing, large results, concurrency, timeouts, crashes."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+import time
+
+import pytest
+
+from asyncai.log import configure_logging
+from asyncai.tools import McpToolExecutor, ServerStartError, http_spec, stdio_spec
+from tests.fakes.servers import http_test_server, server_command
+
+pytestmark = pytest.mark.anyio
+
+TEN_MB = 10_000_000
+
+
+def log_lines(stream: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in stream.getvalue().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def captured_log() -> io.Iterator[io.StringIO]:  # type: ignore[name-defined]
+    stream = io.StringIO()
+    configure_logging(verbose=True, stream=stream)
+    yield stream
+    configure_logging(verbose=False)
+
+
+async def test_routes_each_tool_to_one_server_and_warns_on_duplicates(captured_log: io.StringIO) -> None:
+    specs = [
+        stdio_spec(server_command("alpha"), name="alpha"),
+        stdio_spec(server_command("beta"), name="beta"),
+    ]
+    async with McpToolExecutor(specs) as executor:
+        assert executor.routes["whoami"].server == "alpha"
+        who = await executor.call_tool("whoami", {})
+        assert json.loads(who.content)["server"] == "alpha"
+        assert {d.name for d in executor.duplicates} == {t.name for t in executor.tools()}
+        assert all(d.kept_server == "alpha" and d.dropped_server == "beta" for d in executor.duplicates)
+    warnings = [line for line in log_lines(captured_log) if line["event"] == "mcp.duplicate_tool"]
+    assert warnings and warnings[0]["level"] == "warn" and warnings[0]["dropped_server"] == "beta"
+
+
+async def test_ten_megabyte_result_arrives_whole_over_stdio() -> None:
+    async with McpToolExecutor([stdio_spec(server_command("big"))]) as executor:
+        output = await executor.call_tool("text_blob", {"size": TEN_MB})
+    assert not output.is_error
+    assert len(output.content) == TEN_MB
+
+
+async def test_ten_megabyte_result_arrives_whole_over_streamable_http() -> None:
+    with http_test_server("http-big") as url:
+        async with McpToolExecutor([http_spec(url)]) as executor:
+            output = await executor.call_tool("text_blob", {"size": TEN_MB})
+    assert not output.is_error
+    assert len(output.content) == TEN_MB
+
+
+async def test_structured_results_keep_their_structured_content() -> None:
+    async with McpToolExecutor([stdio_spec(server_command("s"))]) as executor:
+        output = await executor.call_tool("blob", {"size": 1000})
+    assert output.structured is not None
+    assert json.loads(output.content) == output.structured
+
+
+async def test_calls_run_concurrently() -> None:
+    async with McpToolExecutor([stdio_spec(server_command("conc"))]) as executor:
+        started = time.perf_counter()
+        outputs = await asyncio.gather(*(executor.call_tool("sleep", {"seconds": 1.0}) for _ in range(5)))
+        elapsed = time.perf_counter() - started
+    assert all(not o.is_error for o in outputs)
+    assert elapsed < 2.0, f"5 concurrent 1 s calls took {elapsed:.2f}s"
+
+
+async def test_timeout_is_an_error_result_and_the_session_stays_usable() -> None:
+    async with McpToolExecutor([stdio_spec(server_command("slow"))], tool_timeout=0.5) as executor:
+        timed_out = await executor.call_tool("sleep", {"seconds": 5})
+        after = await executor.call_tool("echo", {"text": "still here"})
+    assert timed_out.is_error
+    assert timed_out.content == "tool sleep timed out after 0.5s"
+    assert not after.is_error and "still here" in after.content
+
+
+async def test_killed_server_fails_its_calls_while_another_server_answers(captured_log: io.StringIO) -> None:
+    specs = [stdio_spec(server_command("doomed"), name="doomed")]
+    specs.append(stdio_spec(f"{server_command('other')}", name="other"))
+    async with McpToolExecutor(specs) as executor:
+        pending = asyncio.create_task(executor.call_tool("sleep", {"seconds": 30}))
+        await asyncio.sleep(0)  # let the pending call reach the server before the crash
+        died = await executor.call_tool("die", {})
+        pending_result = await asyncio.wait_for(pending, 10)
+        later = await executor.call_tool("whoami", {})
+        other = await executor._by_server["other"].call_tool("whoami", {})
+    assert died.is_error and died.content.startswith("tool error:")
+    assert pending_result.is_error and pending_result.content.startswith("tool error:")
+    assert later.is_error and "not running" in later.content
+    assert not other.is_error and json.loads(other.content)["server"] == "other"
+    died_lines = [line for line in log_lines(captured_log) if line["event"] == "mcp.server_died"]
+    assert died_lines and died_lines[0]["server"] == "doomed" and died_lines[0]["level"] == "error"
+
+
+async def test_error_results_and_unknown_tools() -> None:
+    async with McpToolExecutor([stdio_spec(server_command("e"))]) as executor:
+        failed = await executor.call_tool("fail", {"message": "expected failure"})
+        unknown = await executor.call_tool("no_such_tool", {})
+    assert failed.is_error and "expected failure" in failed.content
+    assert unknown.is_error and "unknown tool" in unknown.content
+
+
+async def test_server_stderr_goes_to_the_log(captured_log: io.StringIO) -> None:
+    async with McpToolExecutor([stdio_spec(server_command("noisy"), name="noisy")]):
+        pass
+    lines = [line for line in log_lines(captured_log) if line["event"] == "mcp.server_stderr"]
+    assert any(line["server"] == "noisy" and "noisy starting" in str(line["line"]) for line in lines)
+
+
+async def test_missing_command_is_a_one_line_start_error() -> None:
+    with pytest.raises(ServerStartError) as info:
+        async with McpToolExecutor([stdio_spec("/nonexistent/asyncai-no-such-server --flag")]):
+            pass
+    message = str(info.value)
+    assert "\n" not in message
+    assert "/nonexistent/asyncai-no-such-server" in message and "No such file" in message
+
+
+async def test_server_that_exits_at_start_reports_its_stderr() -> None:
+    command = "python3 -c \"import sys; print('bad config: no token', file=sys.stderr); sys.exit(3)\""
+    with pytest.raises(ServerStartError) as info:
+        async with McpToolExecutor([stdio_spec(command, name="broken")]):
+            pass
+    assert "broken" in str(info.value) and "bad config: no token" in str(info.value)
+
+
+def test_logging_level_is_warning_without_verbose() -> None:
+    configure_logging(verbose=False)
+    assert logging.getLogger("asyncai").getEffectiveLevel() == logging.WARNING
