@@ -1,0 +1,251 @@
+"""Code mode over a fake in-memory executor: the engine's behaviour snippet by snippet."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+
+import pytest
+
+from asyncai.code_mode import CodeModeToolExecutor
+from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor, run
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_tools_is_exactly_run_code(code_mode: CodeModeToolExecutor) -> None:
+    tools = code_mode.tools()
+    assert [t.name for t in tools] == ["run_code"]
+    assert "async def wait(*, seconds: float" in tools[0].description
+    assert "async def delete_item(*, name: str)" in tools[0].description
+
+
+async def test_gather_runs_two_tools_concurrently_and_returns_one_small_value(
+    code_mode: CodeModeToolExecutor, fake: FakeExecutor
+) -> None:
+    code = (
+        'a, b = await asyncio.gather(wait(seconds=0.5, tag="a"), wait(seconds=0.5, tag="b"))\n'
+        'a["waited"] + b["waited"]'
+    )
+    output = await run(code_mode, code)
+    assert (output.content, output.is_error) == ("1.0", False)
+    assert [s.arguments["tag"] for s in fake.spans] == ["a", "b"]
+    first, second = fake.spans
+    assert second.started < first.ended and first.started < second.ended, "calls did not overlap"
+    assert output.audit == {
+        "nested_calls": [
+            {
+                "tool": "wait",
+                "arguments": {"seconds": 0.5, "tag": tag},
+                "is_error": False,
+                "bytes": len(json.dumps({"waited": 0.5, "tag": tag})),
+                "mutating": False,
+            }
+            for tag in ("a", "b")
+        ]
+    }
+
+
+@pytest.mark.parametrize("size", [1_000_000, 10_000_000])
+async def test_large_results_are_filtered_inside_the_sandbox(fake: FakeExecutor, size: int) -> None:
+    code = 'data = await blob(size=SIZE)\n[n for n in names(data) if n.endswith("77777")]'.replace(
+        "SIZE", str(size)
+    )
+    limits = dataclasses.replace(TEST_LIMITS, code_timeout=30.0)  # parsing 10 MB is CPU time in the sandbox
+    async with CodeModeToolExecutor(fake, limits) as executor:
+        output = await run(executor, code)
+    assert not output.is_error, output.content
+    expected = [f"cm-{i}" for i in range(size // 100) if str(i).endswith("77777")]
+    assert json.loads(output.content) == expected
+    assert output.audit is not None and output.audit["nested_calls"][0]["bytes"] > size
+
+
+async def test_tool_error_raises_a_catchable_runtime_error(code_mode: CodeModeToolExecutor) -> None:
+    code = (
+        'try:\n    await fail(message="disk on fire")\nexcept RuntimeError as e:\n    caught = str(e)\ncaught'
+    )
+    output = await run(code_mode, code)
+    assert (output.content, output.is_error) == ("disk on fire", False)
+    uncaught = await run(code_mode, 'await fail(message="boom")')
+    assert uncaught.is_error and uncaught.content.rstrip().endswith("RuntimeError: boom")
+
+
+@pytest.mark.parametrize(
+    ("code", "error"),
+    [
+        ("nope()", "NameError: name 'nope' is not defined"),
+        ("open('/etc/passwd')", "PermissionError: os access disabled in asyncai code mode"),
+        ("import os\nos.getenv('HOME')", "PermissionError: os access disabled in asyncai code mode"),
+        (
+            "from pathlib import Path\nPath('/etc').exists()",
+            "PermissionError: os access disabled in asyncai code mode",
+        ),
+        ("import subprocess", "ModuleNotFoundError: No module named 'subprocess'"),
+        ("await wait(1)", "TypeError: wait() takes keyword arguments only"),
+        (
+            "await wait(seconds=0, bogus=1)",
+            "TypeError: wait() got an unexpected keyword argument 'bogus'; accepted: seconds, tag",
+        ),
+        ("await wait(tag='x')", "TypeError: wait() missing required keyword argument 'seconds'"),
+    ],
+)
+async def test_refusals_are_python_errors(
+    code_mode: CodeModeToolExecutor, fake: FakeExecutor, code: str, error: str
+) -> None:
+    output = await run(code_mode, code)
+    assert output.is_error
+    assert error in output.content
+    assert fake.spans == [], "a refused call must not reach the executor"
+
+
+async def test_optional_none_keywords_are_dropped(
+    code_mode: CodeModeToolExecutor, fake: FakeExecutor
+) -> None:
+    output = await run(code_mode, "await wait(seconds=0, tag=None)")
+    assert not output.is_error
+    assert fake.spans[0].arguments == {"seconds": 0}
+
+
+async def test_nested_call_budget_is_enforced_at_the_call_site(code_mode: CodeModeToolExecutor) -> None:
+    code = (
+        "done = 0\nfor i in range(10):\n    try:\n        await wait(seconds=0)\n        done += 1\n"
+        "    except RuntimeError as e:\n        err = str(e)\n        break\n[done, err]"
+    )
+    output = await run(code_mode, code)
+    done, message = json.loads(output.content)
+    assert done == TEST_LIMITS.max_calls
+    assert "nested tool call budget exceeded" in message
+
+
+async def test_busy_loop_hits_the_time_limit_and_the_scope_keeps_working(
+    code_mode: CodeModeToolExecutor,
+) -> None:
+    await run(code_mode, "kept = 41")
+    output = await run(code_mode, "while True:\n    pass")
+    assert output.is_error and "TimeoutError" in output.content and "time limit" in output.content
+    after = await run(code_mode, "kept + 1")
+    assert (after.content, after.is_error) == ("42", False)
+
+
+async def test_heap_overrun_is_a_memory_error_and_resets_the_repl(code_mode: CodeModeToolExecutor) -> None:
+    await run(code_mode, "kept = 1")
+    output = await run(code_mode, "big = 'a' * (6 * 1024 ** 3)")
+    assert output.is_error
+    assert "MemoryError" in output.content and "reset" in output.content
+    after = await run(code_mode, "1 + 1")
+    assert after.content == "2"
+
+
+async def test_killed_worker_gives_an_error_that_says_state_was_reset(
+    code_mode: CodeModeToolExecutor, fake: FakeExecutor
+) -> None:
+    scope = code_mode.thread_scope("t")
+    await run(scope, "x = 1")
+    pid = scope._session.worker_pid  # type: ignore[attr-defined]
+    assert pid is not None
+    fake.on_call = lambda: os.kill(pid, signal.SIGKILL)  # the worker dies while the snippet awaits a tool
+    output = await run(scope, "await wait(seconds=0.1)\nx")
+    assert output.is_error
+    assert "REPL state was reset" in output.content
+    assert "NameError" in (await run(scope, "x")).content
+    assert (await run(scope, "2 + 2")).content == "4"
+
+
+async def test_hung_tool_hits_the_per_call_timeout(code_mode: CodeModeToolExecutor) -> None:
+    output = await run(code_mode, "try:\n    await hang()\nexcept RuntimeError as e:\n    r = str(e)\nr")
+    assert (output.content, output.is_error) == ("tool hang timed out after 1s", False)
+
+
+async def test_state_persists_in_a_scope_restart_clears_it_and_new_scopes_start_empty(
+    code_mode: CodeModeToolExecutor,
+) -> None:
+    scope = code_mode.thread_scope("one")
+    await run(scope, "fetched = await pods()")
+    assert (await run(scope, "len(items(fetched))")).content == "10"
+    assert code_mode.thread_scope("one") is scope
+    other = code_mode.thread_scope("two")
+    assert "NameError" in (await run(other, "len(fetched['items'])")).content
+    restarted = await run(scope, "fetched", restart=True)
+    assert restarted.is_error and "NameError" in restarted.content
+
+
+async def test_run_scopes_are_fresh_and_released(code_mode: CodeModeToolExecutor) -> None:
+    first = code_mode.run_scope()
+    assert first is not None
+    await run(first, "x = 5")
+    second = code_mode.run_scope()
+    assert second is not None
+    assert "NameError" in (await run(second, "x")).content
+    await first.aclose()
+    await second.aclose()
+
+
+async def test_helper_rebinding_is_rejected_before_running(
+    code_mode: CodeModeToolExecutor, fake: FakeExecutor
+) -> None:
+    output = await run(code_mode, "await wait(seconds=0)\nnames = []")
+    assert output.is_error and "`names` is a built-in helper" in output.content
+    assert fake.spans == []
+
+
+async def test_helpers_and_preimports_are_available(code_mode: CodeModeToolExecutor) -> None:
+    code = (
+        "p = await pods()\n"
+        "[count_by(p, 'status.phase'), dig(p, 'items.0.metadata.name'), dig(p, 'items', 99, 'x', {}),"
+        " names(p)[:2], to_json({(1, 2): {3}}), re.sub('o', '0', 'pod'), json.dumps([1])]"
+    )
+    output = await run(code_mode, code)
+    assert json.loads(output.content) == [
+        {"Running": 8, "Pending": 1, "Failed": 1},
+        "pod-0",
+        {},
+        ["pod-0", "pod-1"],
+        '{"(1, 2)": [3]}',
+        "p0d",
+        "[1]",
+    ]
+
+
+async def test_variables_note_lists_what_snippets_bound(code_mode: CodeModeToolExecutor) -> None:
+    scope = code_mode.thread_scope("note")
+    assert scope.context_note() is None
+    await run(
+        scope,
+        "p = await pods()\nbad = [x for x in items(p) if dig(x, 'status.phase') != 'Running']\nn = len(bad)",
+    )
+    note = scope.context_note()
+    assert note == "[run_code variables still in scope: n: int, bad: list[2], p: dict[1]]"
+
+
+async def test_mutating_calls_are_audited_and_logged_at_warn(code_mode: CodeModeToolExecutor) -> None:
+    import io
+
+    from asyncai.log import configure_logging
+
+    stream = io.StringIO()
+    configure_logging(verbose=False, stream=stream)
+    try:
+        output = await run(code_mode, 'await delete_item(name="x")')
+    finally:
+        configure_logging(verbose=False)
+    assert output.content == "deleted x"
+    assert output.audit is not None and output.audit["nested_calls"][0]["mutating"] is True
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [(line["event"], line["level"], line["mutating"]) for line in lines] == [
+        ("mcp.tool_call", "warn", True),
+        ("mcp.tool_result", "warn", True),
+    ]
+    assert lines[0]["tool"] == "delete-item" and lines[0]["via"] == "code_mode"
+
+
+async def test_unawaited_call_is_an_error_telling_to_await(code_mode: CodeModeToolExecutor) -> None:
+    output = await run(code_mode, "wait(seconds=0)")
+    assert output.is_error and "await" in output.content
+
+
+async def test_operator_preamble_runs_in_every_new_scope(fake: FakeExecutor) -> None:
+    async with CodeModeToolExecutor(fake, TEST_LIMITS, preamble="KCP = 'dev'\n") as executor:
+        assert (await run(executor.thread_scope("a"), "KCP")).content == "dev"
+        assert (await run(executor.thread_scope("b"), "KCP", restart=True)).content == "dev"
