@@ -12,7 +12,7 @@ import pytest
 from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
 
-OBJECT = {"type": "object"}
+OBJECT: dict[str, Any] = {"type": "object"}
 
 
 def _tool(name: str, properties: dict[str, Any], required: list[str], **flags: bool) -> ToolDefinition:
@@ -20,7 +20,7 @@ def _tool(name: str, properties: dict[str, Any], required: list[str], **flags: b
         name=name,
         description=f"test tool {name}",
         input_schema={"type": "object", "properties": properties, "required": required},
-        output_schema=flags.pop("schema", None) and OBJECT,
+        output_schema=OBJECT if flags.get("schema") else None,
         read_only=flags.get("read_only", True),
         destructive=flags.get("destructive", False),
     )

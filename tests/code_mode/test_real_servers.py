@@ -1,0 +1,81 @@
+"""Code mode over real MCP servers on stdio and over remote monty workers behind a WebSocket relay."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor, SandboxConfig
+from asyncai.tools import McpToolExecutor, stdio_spec
+from tests.fakes.monty_relay import running_relay
+from tests.fakes.servers import server_command
+
+pytestmark = pytest.mark.anyio
+
+LIMITS = CodeModeLimits(tool_timeout=1.0, max_memory=256 * 1024 * 1024)
+
+
+@pytest.fixture
+async def mcp() -> AsyncIterator[McpToolExecutor]:
+    async with McpToolExecutor([stdio_spec(server_command("real"))]) as executor:
+        yield executor
+
+
+async def test_gathered_mcp_calls_overlap_and_return_one_small_value(mcp: McpToolExecutor) -> None:
+    async with CodeModeToolExecutor(mcp, LIMITS) as code_mode:
+        started = time.perf_counter()
+        output = await code_mode.call_tool(
+            "run_code",
+            {
+                "code": "a, b = await asyncio.gather(sleep(seconds=0.8), sleep(seconds=0.8))\na['slept'] + b['slept']"
+            },
+        )
+        elapsed = time.perf_counter() - started
+    assert (output.content, output.is_error) == ("1.6", False)
+    assert elapsed < 1.5, f"two gathered 0.8 s calls took {elapsed:.2f}s"
+    assert [call["tool"] for call in (output.audit or {})["nested_calls"]] == ["sleep", "sleep"]
+
+
+@pytest.mark.parametrize("size", [1_000_000, 10_000_000])
+async def test_large_mcp_results_are_filtered_in_the_sandbox(mcp: McpToolExecutor, size: int) -> None:
+    async with CodeModeToolExecutor(mcp, CodeModeLimits(max_memory=LIMITS.max_memory)) as code_mode:
+        output = await code_mode.call_tool(
+            "run_code",
+            {"code": f"data = await blob(size={size})\nsum(1 for i in data['items'] if i['n'] % 1000 == 0)"},
+        )
+    assert not output.is_error, output.content
+    assert int(output.content) == len(range(0, size // 100, 1000))
+    nested = (output.audit or {})["nested_calls"][0]
+    assert nested["bytes"] > size
+
+
+async def test_mcp_errors_timeouts_and_unknown_names(mcp: McpToolExecutor) -> None:
+    async with CodeModeToolExecutor(mcp, LIMITS) as code_mode:
+        caught = await code_mode.call_tool(
+            "run_code",
+            {"code": "try:\n    await fail(message='nope')\nexcept RuntimeError as e:\n    m = str(e)\nm"},
+        )
+        timed_out = await code_mode.call_tool("run_code", {"code": "await sleep(seconds=5)"})
+        after = await code_mode.call_tool("run_code", {"code": "(await echo(text='ok'))"})
+        unknown = await code_mode.call_tool("run_code", {"code": "await list_everything()"})
+    assert "nope" in caught.content and not caught.is_error
+    assert timed_out.is_error and "RuntimeError: tool sleep timed out after 1s" in timed_out.content
+    assert (after.content, after.is_error) == ("ok", False)
+    assert unknown.is_error and "NameError" in unknown.content
+
+
+async def test_remote_sandbox_over_websocket_relay(mcp: McpToolExecutor) -> None:
+    with running_relay() as url:
+        sandbox = SandboxConfig(kind="remote", monty_url=url)
+        async with CodeModeToolExecutor(mcp, LIMITS, sandbox=sandbox) as code_mode:
+            assert code_mode.sandbox.kind == "remote"
+            first = await code_mode.call_tool("run_code", {"code": "who = await whoami()\nwho['server']"})
+            second = await code_mode.call_tool("run_code", {"code": "who['server'] + '!'"})
+            heap = await code_mode.call_tool("run_code", {"code": "x = 'a' * (6 * 1024 ** 3)"})
+            alive = await code_mode.call_tool("run_code", {"code": "json.dumps([1, 2])"})
+    assert (first.content, second.content) == ("real", "real!")
+    assert heap.is_error and "MemoryError" in heap.content
+    assert json.loads(alive.content) == [1, 2]
