@@ -27,12 +27,8 @@ async def mcp() -> AsyncIterator[McpToolExecutor]:
 async def test_gathered_mcp_calls_overlap_and_return_one_small_value(mcp: McpToolExecutor) -> None:
     async with CodeModeToolExecutor(mcp, LIMITS) as code_mode:
         started = time.perf_counter()
-        output = await code_mode.call_tool(
-            "run_code",
-            {
-                "code": "a, b = await asyncio.gather(sleep(seconds=0.8), sleep(seconds=0.8))\na['slept'] + b['slept']"
-            },
-        )
+        code = "a, b = await asyncio.gather(sleep(seconds=0.8), sleep(seconds=0.8))\na['slept'] + b['slept']"
+        output = await code_mode.call_tool("run_code", {"code": code})
         elapsed = time.perf_counter() - started
     assert (output.content, output.is_error) == ("1.6", False)
     assert elapsed < 1.5, f"two gathered 0.8 s calls took {elapsed:.2f}s"
