@@ -1,0 +1,72 @@
+"""Backend configuration and the small data types at the backend's boundary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are asyncai, an assistant that answers the user's questions with the tools you are given.\n"
+    "When a tool can answer, plan first, then make one complete call that fetches, filters and returns "
+    "what the answer needs; inspect the shape of a result only after a call failed.\n"
+    "When you have the answer, reply to the user in plain text."
+)
+
+FINAL_ROUND_INSTRUCTION = (
+    "You have used all tool rounds for this turn; tools are no longer available. "
+    "Answer the user's request now from the tool results above. "
+    "If they are incomplete, say what you found and what is missing."
+)
+
+NO_ANSWER_TEXT = "(no answer was produced: the model returned no text)"
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    """How to reach an OpenAI-compatible chat-completions server and how to drive it.
+
+    ``base_url`` is the API root (``http://127.0.0.1:8080/v1``); ``/chat/completions`` is appended
+    unless the URL already ends with it. ``system_prompt`` must not carry per-run data: it is the
+    start of the cached prompt prefix. ``extra_body`` is merged into every request body (for
+    server-specific switches such as llama.cpp's ``cache_prompt``; it never overrides the keys the
+    backend sets).
+
+    ``max_rounds`` counts model requests per run; the last one is tool-free (the forced final
+    round). Retries: 429, 5xx and connection errors are retried up to ``max_retries`` times after
+    ``backoff_base * 2**n`` seconds, or after the server's ``Retry-After`` when that is at most
+    ``max_retry_after`` seconds. Read timeouts (``request_timeout``) are not retried.
+    """
+
+    base_url: str
+    model: str
+    api_key: str | None = None
+    max_rounds: int = 8
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    stream: bool = False
+    request_timeout: float = 300.0
+    connect_timeout: float = 10.0
+    max_retries: int = 3
+    backoff_base: float = 0.5
+    max_retry_after: float = 10.0
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.max_rounds < 1:
+            raise ValueError("max_rounds must be at least 1")
+        if self.max_retries < 0:
+            raise ValueError("max_retries must not be negative")
+
+    @property
+    def chat_url(self) -> str:
+        base = self.base_url.rstrip("/")
+        if base.endswith("/chat/completions"):
+            return base
+        return f"{base}/chat/completions"
+
+
+@dataclass(frozen=True)
+class Message:
+    """One earlier turn of a conversation thread: user or assistant text only (ADR A10)."""
+
+    role: Literal["user", "assistant"]
+    content: str

@@ -1,0 +1,72 @@
+"""Turn metrics (ADR 0004 A9): what one backend run cost and what code mode saved."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..tools.types import ToolCallOutput
+
+
+@dataclass
+class TurnSummary:
+    """The fields of the ``model.turn_summary`` log event.
+
+    ``run_code_calls`` counts the model's tool calls (whatever the tool); ``nested_calls`` and
+    ``bytes_in`` come from the outputs' ``audit["nested_calls"]`` (code mode); ``bytes_out`` is the
+    UTF-8 size of every tool-result content sent to the model.
+    """
+
+    rounds: int = 0
+    run_code_calls: int = 0
+    nested_calls: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    final_round_forced: bool = False
+    tool_errors: int = 0
+    thread: str | None = None
+    run: int | str | None = None
+    error: str | None = None
+
+    def add_output(self, output: ToolCallOutput) -> None:
+        """Count one tool result sent to the model."""
+        self.run_code_calls += 1
+        self.bytes_out += len(output.content.encode("utf-8"))
+        if output.is_error:
+            self.tool_errors += 1
+        nested, size = nested_audit(output.audit)
+        self.nested_calls += nested
+        self.bytes_in += size
+
+    def log_fields(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {
+            "rounds": self.rounds,
+            "run_code_calls": self.run_code_calls,
+            "nested_calls": self.nested_calls,
+            "bytes_in": self.bytes_in,
+            "bytes_out": self.bytes_out,
+            "final_round_forced": self.final_round_forced,
+            "tool_errors": self.tool_errors,
+        }
+        if self.thread is not None:
+            fields["thread"] = self.thread
+        if self.run is not None:
+            fields["run"] = self.run
+        if self.error is not None:
+            fields["error"] = self.error
+        return fields
+
+
+def nested_audit(audit: dict[str, Any] | None) -> tuple[int, int]:
+    """``(count, bytes)`` of the nested calls recorded in a tool output's audit, tolerant of junk."""
+    if not isinstance(audit, dict):
+        return 0, 0
+    calls = audit.get("nested_calls")
+    if not isinstance(calls, list):
+        return 0, 0
+    size = 0
+    for call in calls:
+        value = call.get("bytes") if isinstance(call, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            size += value
+    return len(calls), size

@@ -1,0 +1,356 @@
+"""``OpenAiCompatibleBackend``: the run loop over an OpenAI-compatible chat-completions endpoint.
+
+HTTP goes through ``httpx2`` (pydantic's maintained httpx fork), which asyncai already depends on
+through ``mcp``; there is no OpenAI SDK and no extra dependency. Parsing and repair live in
+:mod:`asyncai.backend.wire` as pure functions; this module is the thin async shell around them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import httpx2
+
+from ..log import decoded_or_preview, log_event
+from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
+from . import wire
+from .config import FINAL_ROUND_INSTRUCTION, NO_ANSWER_TEXT, BackendConfig, Message
+from .metrics import TurnSummary
+
+_ERROR_PREVIEW_CHARS = 300
+
+
+class ModelServerError(Exception):
+    """The model server could not be used; ``str(error)`` is one line naming the URL and what to check."""
+
+    def __init__(self, message: str, *, url: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status = status
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one backend run produced.
+
+    ``user_message`` is the newest user message as sent (text plus note), which is what a thread's
+    history should keep; ``messages`` are this run's wire messages after repair (user, assistant
+    tool calls, tool results, final assistant text), for transcripts.
+    """
+
+    reply: str
+    user_message: str
+    rounds: int = 0
+    final_round_forced: bool = False
+    summary: TurnSummary = field(default_factory=TurnSummary)
+    messages: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass
+class _HttpFailure:
+    message: str
+    hint: str
+    status: int | None
+    retryable: bool
+    retry_after: float | None = None
+
+    def describe(self, attempts: int) -> str:
+        suffix = f" after {attempts} attempts" if attempts > 1 else ""
+        return f"{self.message}{suffix} ({self.hint})"
+
+
+def _one_line(text: str, limit: int = _ERROR_PREVIEW_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
+def _error_detail(body: bytes) -> str:
+    text = body.decode("utf-8", errors="replace")
+    try:
+        decoded = json.loads(text)
+    except ValueError:
+        return _one_line(text)
+    if isinstance(decoded, dict) and "error" in decoded:
+        error = decoded["error"]
+        if isinstance(error, dict) and error.get("message"):
+            return _one_line(str(error["message"]))
+        return _one_line(str(error))
+    return _one_line(text)
+
+
+def _retry_after(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
+def _status_failure(url: str, status: int, body: bytes, retry_after: str | None) -> _HttpFailure:
+    detail = _error_detail(body)
+    detail = f": {detail}" if detail else ""
+    if status == 429:
+        hint = "the server is rate limiting; wait, or check its limits and --api-key"
+    elif status >= 500:
+        hint = "check the server's log; is --model loaded?"
+    elif status in (401, 403):
+        hint = "check --api-key"
+    elif status == 404:
+        hint = "check --base-url (usually ending in /v1) and --model"
+    else:
+        hint = (
+            "check --model; tool calling may be off on the server "
+            "(llama.cpp needs --jinja, vLLM --enable-auto-tool-choice)"
+        )
+    return _HttpFailure(
+        message=f"the model server at {url} answered HTTP {status}{detail}",
+        hint=hint,
+        status=status,
+        retryable=status == 429 or status >= 500,
+        retry_after=_retry_after(retry_after),
+    )
+
+
+def _transport_failure(url: str, exc: httpx2.HTTPError, timeout: float) -> _HttpFailure:
+    reason = str(exc) or type(exc).__name__
+    if isinstance(exc, httpx2.ConnectError | httpx2.ConnectTimeout):
+        return _HttpFailure(
+            f"cannot connect to the model server at {url}: {_one_line(reason)}",
+            "is the server running? is --base-url right?",
+            None,
+            retryable=True,
+        )
+    if isinstance(exc, httpx2.TimeoutException):
+        return _HttpFailure(
+            f"the model server at {url} did not answer within {timeout:g}s",
+            "is the model loaded? is the server overloaded? raise the request timeout",
+            None,
+            retryable=False,
+        )
+    return _HttpFailure(
+        f"the connection to the model server at {url} failed: {_one_line(reason)}",
+        "is the server running? is --base-url right?",
+        None,
+        retryable=True,
+    )
+
+
+class OpenAiCompatibleBackend:
+    """Drives a model on any OpenAI-compatible ``/chat/completions`` endpoint through tool rounds.
+
+    One instance can serve many concurrent runs (the HTTP client is shared, runs keep their state
+    on the stack). Use ``async with`` or call :meth:`aclose` to release the HTTP client when the
+    backend created it.
+    """
+
+    def __init__(self, config: BackendConfig, *, client: httpx2.AsyncClient | None = None) -> None:
+        self.config = config
+        self._own_client = client is None
+        self._client = client or httpx2.AsyncClient(
+            timeout=httpx2.Timeout(config.request_timeout, connect=config.connect_timeout)
+        )
+
+    @property
+    def url(self) -> str:
+        return self.config.chat_url
+
+    async def __aenter__(self) -> OpenAiCompatibleBackend:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._own_client:
+            await self._client.aclose()
+
+    # ------------------------------------------------------------------------------------------
+    # The run loop
+
+    async def run(
+        self,
+        *,
+        history: Sequence[Message],
+        user_text: str,
+        executor: ToolExecutor,
+        note: str | None = None,
+        thread_id: str | None = None,
+        run_id: int | str | None = None,
+    ) -> RunResult:
+        """Answer ``user_text`` in up to ``max_rounds`` model rounds, running tool calls on ``executor``.
+
+        Raises :class:`ModelServerError` when the model server fails; tool failures never raise,
+        they become error tool results the model can read.
+        """
+        definitions = executor.tools()
+        tools_by_name: dict[str, ToolDefinition] = {t.name: t for t in definitions}
+        tool_json = wire.tool_specs(definitions)
+        tool_names = [t["function"]["name"] for t in tool_json]
+        user_message = wire.user_message_text(user_text, note)
+        run_messages: list[dict[str, Any]] = [{"role": "user", "content": user_message}]
+        summary = TurnSummary(thread=thread_id, run=run_id)
+        used_ids: set[str] = set()
+        reply: str | None = None
+        try:
+            for round_number in range(1, self.config.max_rounds + 1):
+                final = round_number == self.config.max_rounds and bool(tool_json)
+                summary.rounds = round_number
+                summary.final_round_forced = final
+                body = wire.build_request_body(
+                    self.config,
+                    history=history,
+                    run_messages=run_messages,
+                    tools=None if final else tool_json,
+                    final_instruction=FINAL_ROUND_INSTRUCTION if final else None,
+                )
+                log_event(
+                    "model.request",
+                    round=round_number,
+                    message_count=len(body["messages"]),
+                    tools=[] if final else tool_names,
+                    final=final,
+                    thread=thread_id,
+                    run=run_id,
+                )
+                turn = await self.complete(body)
+                if final or not turn.tool_calls or not tool_json:
+                    if turn.tool_calls:
+                        log_event(
+                            "model.tool_calls_ignored",
+                            round=round_number,
+                            tools=[c.name for c in turn.tool_calls],
+                            reason="tools were withdrawn" if final else "no tools are offered",
+                        )
+                    reply = turn.content.strip() if turn.content else ""
+                    reply = reply or NO_ANSWER_TEXT
+                    run_messages.append(wire.assistant_message(reply, [], turn.reasoning_content))
+                    break
+                calls = wire.prepare_calls(turn.tool_calls, tools_by_name, used_ids)
+                used_ids.update(c.id for c in calls)
+                run_messages.append(wire.assistant_message(turn.content, calls, turn.reasoning_content))
+                outputs = await asyncio.gather(*(self._call(executor, c) for c in calls))
+                for call, output in zip(calls, outputs, strict=True):
+                    summary.add_output(output)
+                    run_messages.append(wire.tool_message(call.id, output.content))
+        except ModelServerError as exc:
+            summary.error = str(exc)
+            raise
+        finally:
+            log_event("model.turn_summary", **summary.log_fields())
+        assert reply is not None
+        return RunResult(
+            reply=reply,
+            user_message=user_message,
+            rounds=summary.rounds,
+            final_round_forced=summary.final_round_forced,
+            summary=summary,
+            messages=tuple(run_messages),
+        )
+
+    async def _call(self, executor: ToolExecutor, call: wire.PreparedCall) -> ToolCallOutput:
+        extra: dict[str, Any] = {"error": call.error} if call.error is not None else {}
+        log_event("model.tool_call", tool=call.name, id=call.id, arguments=call.arguments, **extra)
+        if call.error is not None or call.arguments is None:
+            output = ToolCallOutput.error(call.error or f"error: unusable call to {call.name}")
+        else:
+            try:
+                output = await executor.call_tool(call.name, call.arguments)
+            except Exception as exc:  # a tool must never end the run
+                output = ToolCallOutput.error(f"error: tool {call.name} failed: {type(exc).__name__}: {exc}")
+        log_event(
+            "model.tool_result",
+            tool=call.name,
+            id=call.id,
+            is_error=output.is_error,
+            content=decoded_or_preview(output.content),
+        )
+        return output
+
+    # ------------------------------------------------------------------------------------------
+    # HTTP
+
+    async def complete(self, body: dict[str, Any]) -> wire.AssistantTurn:
+        """One chat-completions request with bounded retries (429, 5xx, connection errors)."""
+        content = wire.compact_json(body).encode("utf-8")
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        if self.config.api_key:
+            headers["authorization"] = f"Bearer {self.config.api_key}"
+        attempts = self.config.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            outcome = await self._attempt(content, headers, bool(body.get("stream")))
+            if isinstance(outcome, wire.AssistantTurn):
+                return outcome
+            if not outcome.retryable or attempt == attempts:
+                raise ModelServerError(outcome.describe(attempt), url=self.url, status=outcome.status)
+            delay = self.config.backoff_base * (2 ** (attempt - 1))
+            if outcome.retry_after is not None and outcome.retry_after <= self.config.max_retry_after:
+                delay = outcome.retry_after
+            log_event(
+                "model.retry",
+                logging.WARNING,
+                url=self.url,
+                status=outcome.status,
+                attempt=attempt,
+                delay_s=round(delay, 3),
+                error=outcome.describe(attempt),
+            )
+            await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
+    async def _attempt(
+        self, content: bytes, headers: dict[str, str], stream: bool
+    ) -> wire.AssistantTurn | _HttpFailure:
+        try:
+            async with self._client.stream("POST", self.url, content=content, headers=headers) as response:
+                if response.status_code >= 400:
+                    error_body = await response.aread()
+                    return _status_failure(
+                        self.url, response.status_code, error_body, response.headers.get("retry-after")
+                    )
+                content_type = response.headers.get("content-type", "")
+                if stream and "text/event-stream" in content_type:
+                    return await self._read_stream(response)
+                raw = await response.aread()
+        except httpx2.HTTPError as exc:
+            return _transport_failure(self.url, exc, self.config.request_timeout)
+        except wire.ResponseFormatError as exc:
+            raise ModelServerError(
+                f"the model server at {self.url} sent a bad stream: {_one_line(str(exc))} (check --model)",
+                url=self.url,
+            ) from exc
+        try:
+            decoded = json.loads(raw)
+            return wire.parse_completion(decoded)
+        except (ValueError, wire.ResponseFormatError) as exc:
+            preview = _one_line(raw.decode("utf-8", errors="replace"))
+            reason = str(exc) if isinstance(exc, wire.ResponseFormatError) else "not JSON"
+            raise ModelServerError(
+                f"the model server at {self.url} did not send a chat completion ({_one_line(reason)}): "
+                f"{preview} (is --base-url an OpenAI-compatible /v1 endpoint? check --model)",
+                url=self.url,
+            ) from exc
+
+    async def _read_stream(self, response: httpx2.Response) -> wire.AssistantTurn:
+        accumulator = wire.StreamAccumulator()
+        async for line in response.aiter_lines():
+            data = wire.sse_data(line)
+            if data is None or not data:
+                continue
+            if data == "[DONE]":
+                break
+            try:
+                chunk = json.loads(data)
+            except ValueError as exc:
+                raise wire.ResponseFormatError(f"a stream chunk is not JSON: {data[:200]}") from exc
+            accumulator.feed(chunk)
+        return accumulator.result()

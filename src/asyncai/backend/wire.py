@@ -1,0 +1,520 @@
+"""The OpenAI chat-completions wire format as pure functions: no I/O, no clocks, no logging.
+
+Everything here is written against what real local servers send, not only against the spec
+(see the wire guide, section 3.2): parallel calls all at ``index`` 0, missing, ``null``, integer or
+duplicate ids, function names resent on every chunk, arguments that are empty, already an object,
+fenced in markdown, followed by prose or not JSON at all, ``finish_reason`` that disagrees with the
+calls, and ``content: null`` next to tool calls.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..tools.types import ToolDefinition
+from .config import BackendConfig, Message
+
+ARGUMENT_PREVIEW_CHARS = 200
+_FENCE = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?[ \t]*```", re.DOTALL)
+
+
+def compact_json(value: Any) -> str:
+    """The one JSON serialisation used on the wire and in the history (stable bytes)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# --------------------------------------------------------------------------------------------------
+# Requests
+
+
+def tool_specs(tools: Iterable[ToolDefinition]) -> list[dict[str, Any]]:
+    """OpenAI function tools for ``tools``, sorted by name so the request prefix is byte-stable."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": tool.name, "description": tool.description, "parameters": tool.input_schema},
+        }
+        for tool in sorted(tools, key=lambda t: t.name)
+    ]
+
+
+def user_message_text(user_text: str, note: str | None) -> str:
+    """The newest user message: the user's text, then the per-run note as its own paragraph (A11)."""
+    if note and note.strip():
+        return f"{user_text}\n\n{note.strip()}"
+    return user_text
+
+
+def build_request_body(
+    config: BackendConfig,
+    *,
+    history: Sequence[Message],
+    run_messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None,
+    final_instruction: str | None = None,
+) -> dict[str, Any]:
+    """One chat-completions request body.
+
+    The system prompt comes first, then the thread's earlier text turns, then this run's messages.
+    ``tools=None`` (or empty) leaves the ``tools`` key out entirely; ``final_instruction`` is appended
+    as a user message (the tool-free final round).
+    """
+    messages: list[dict[str, Any]] = [{"role": "system", "content": config.system_prompt}]
+    messages.extend({"role": m.role, "content": m.content} for m in history)
+    messages.extend(dict(m) for m in run_messages)
+    if final_instruction is not None:
+        messages.append({"role": "user", "content": final_instruction})
+    body: dict[str, Any] = {"model": config.model, "messages": messages}
+    if tools:
+        body["tools"] = [dict(t) for t in tools]
+    body["stream"] = config.stream
+    if config.stream:
+        body["stream_options"] = {"include_usage": True}
+    for key, value in config.extra_body.items():
+        body.setdefault(key, value)
+    return body
+
+
+# --------------------------------------------------------------------------------------------------
+# Responses
+
+
+@dataclass(frozen=True)
+class RawToolCall:
+    """A tool call as the server sent it, before any repair."""
+
+    id: str | None
+    name: str | None
+    arguments: Any
+
+
+@dataclass(frozen=True)
+class AssistantTurn:
+    """One parsed assistant answer (streamed or not)."""
+
+    content: str | None
+    tool_calls: tuple[RawToolCall, ...] = ()
+    finish_reason: str | None = None
+    reasoning_content: str | None = None
+    usage: dict[str, Any] | None = None
+
+
+class ResponseFormatError(ValueError):
+    """The server's answer is not a chat completion; the message says what was wrong."""
+
+
+def _norm_id(value: Any) -> str | None:
+    if value is None or isinstance(value, bool):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _norm_name(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    return value.strip() or None
+
+
+def _text(value: Any) -> str | None:
+    """Message content: a string, ``null``, or a list of ``{"type": "text", "text": ...}`` parts."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = [p.get("text", "") for p in value if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return "".join(parts)
+    return str(value)
+
+
+def _error_message(body: Mapping[str, Any]) -> str | None:
+    error = body.get("error")
+    if error is None:
+        return None
+    if isinstance(error, Mapping):
+        return str(error.get("message") or compact_json(error))
+    return str(error)
+
+
+def parse_completion(body: Any) -> AssistantTurn:
+    """Parse a non-streaming chat-completions response body."""
+    if not isinstance(body, Mapping):
+        raise ResponseFormatError(f"expected a JSON object, got {type(body).__name__}")
+    if (error := _error_message(body)) is not None:
+        raise ResponseFormatError(f"the server returned an error: {error}")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        raise ResponseFormatError("the response has no choices")
+    choice = choices[0]
+    message = choice.get("message")
+    if not isinstance(message, Mapping):
+        raise ResponseFormatError("the first choice has no message")
+    calls: list[RawToolCall] = []
+    for raw in message.get("tool_calls") or []:
+        if not isinstance(raw, Mapping):
+            continue
+        function = raw.get("function")
+        function = function if isinstance(function, Mapping) else {}
+        name = _norm_name(function.get("name"))
+        calls.append(RawToolCall(id=_norm_id(raw.get("id")), name=name, arguments=function.get("arguments")))
+    legacy = message.get("function_call")
+    if not calls and isinstance(legacy, Mapping):
+        name = _norm_name(legacy.get("name"))
+        calls.append(RawToolCall(id=None, name=name, arguments=legacy.get("arguments")))
+    usage = body.get("usage")
+    return AssistantTurn(
+        content=_text(message.get("content")),
+        tool_calls=tuple(calls),
+        finish_reason=choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None,
+        reasoning_content=_text(message.get("reasoning_content")),
+        usage=dict(usage) if isinstance(usage, Mapping) else None,
+    )
+
+
+def sse_data(line: str) -> str | None:
+    """The payload of an SSE ``data:`` line, or ``None`` for comments, blank lines and other fields."""
+    if not line.startswith("data:"):
+        return None
+    return line[5:].strip()
+
+
+@dataclass
+class _PartialCall:
+    id: str | None = None
+    name: str | None = None
+    arg_parts: list[str] = field(default_factory=list)
+    arg_object: Any = None
+
+    def arguments(self) -> Any:
+        if self.arg_object is not None and not "".join(self.arg_parts).strip():
+            return self.arg_object
+        return "".join(self.arg_parts)
+
+    def complete(self) -> bool:
+        """Whether the arguments so far already form one whole JSON value."""
+        if self.arg_object is not None:
+            return True
+        text = "".join(self.arg_parts).strip()
+        if not text:
+            return False
+        try:
+            json.loads(text)
+        except ValueError:
+            return False
+        return True
+
+
+def _starts_new_call(current: _PartialCall, call_id: str | None, name: str | None, no_index: bool) -> bool:
+    """Whether a tool-call delta at an occupied slot begins another call (see StreamAccumulator)."""
+    if name is None:
+        return False
+    if call_id is None or current.id is None or call_id == current.id:
+        # Without a new id, only a server that sends no index at all can mean a new call.
+        return no_index and current.name is not None and current.complete()
+    return name != current.name or current.complete()
+
+
+class StreamAccumulator:
+    """Reassembles streamed ``chat.completion.chunk`` objects into one :class:`AssistantTurn`.
+
+    Calls are keyed by ``index``; a chunk at an occupied index starts a new call when it carries a
+    new non-empty id together with a function name and the current call is either for another
+    tool or already holds complete JSON (servers that send every call at index 0), but not when a
+    server merely sends a fresh id or resends the name on every chunk. Names are assigned, never
+    appended.
+    """
+
+    def __init__(self) -> None:
+        self._content: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: list[_PartialCall] = []
+        self._by_index: dict[int, int] = {}
+        self._last: int | None = None
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.saw_content = False
+
+    def feed(self, chunk: Any) -> None:
+        if not isinstance(chunk, Mapping):
+            raise ResponseFormatError(f"a stream chunk is not a JSON object: {type(chunk).__name__}")
+        if (error := _error_message(chunk)) is not None:
+            raise ResponseFormatError(f"the server returned an error: {error}")
+        usage = chunk.get("usage")
+        if isinstance(usage, Mapping):
+            self.usage = dict(usage)
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, Mapping) or choice.get("index", 0) not in (0, None):
+                continue
+            delta = choice.get("delta")
+            if not isinstance(delta, Mapping):
+                delta = choice.get("message") if isinstance(choice.get("message"), Mapping) else {}
+            assert isinstance(delta, Mapping)
+            content = _text(delta.get("content"))
+            if content is not None:
+                self._content.append(content)
+                self.saw_content = True
+            reasoning = _text(delta.get("reasoning_content"))
+            if reasoning:
+                self._reasoning.append(reasoning)
+            for raw in delta.get("tool_calls") or []:
+                if isinstance(raw, Mapping):
+                    self._feed_call(raw)
+            if isinstance(choice.get("finish_reason"), str):
+                self.finish_reason = choice["finish_reason"]
+
+    def _feed_call(self, raw: Mapping[str, Any]) -> None:
+        function = raw.get("function")
+        function = function if isinstance(function, Mapping) else {}
+        call_id = _norm_id(raw.get("id"))
+        name = _norm_name(function.get("name"))
+        index = raw.get("index")
+        position: int | None
+        if isinstance(index, int) and not isinstance(index, bool):
+            position = self._by_index.get(index)
+        else:
+            index = None
+            position = self._last
+        if position is not None and _starts_new_call(self._calls[position], call_id, name, index is None):
+            position = None
+        if position is None:
+            self._calls.append(_PartialCall())
+            position = len(self._calls) - 1
+            if index is not None:
+                self._by_index[index] = position
+        self._last = position
+        call = self._calls[position]
+        if call.id is None and call_id is not None:
+            call.id = call_id
+        if name is not None:
+            call.name = name
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            call.arg_parts.append(arguments)
+        elif arguments is not None:
+            call.arg_object = arguments
+
+    def result(self) -> AssistantTurn:
+        calls = tuple(RawToolCall(id=c.id, name=c.name, arguments=c.arguments()) for c in self._calls)
+        return AssistantTurn(
+            content="".join(self._content) if self.saw_content else None,
+            tool_calls=calls,
+            finish_reason=self.finish_reason,
+            reasoning_content="".join(self._reasoning) or None,
+            usage=self.usage,
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# Tool-call repair
+
+
+@dataclass(frozen=True)
+class ArgumentsError:
+    """Why tool-call arguments could not be used; ``preview`` is a bounded rendering of them."""
+
+    reason: str
+    preview: str
+
+
+def _preview_raw(raw: Any) -> str:
+    text = raw if isinstance(raw, str) else compact_json(raw) if _jsonable(raw) else repr(raw)
+    text = text.replace("\n", "\\n")
+    if len(text) > ARGUMENT_PREVIEW_CHARS:
+        return f"{text[:ARGUMENT_PREVIEW_CHARS]}... [{len(text) - ARGUMENT_PREVIEW_CHARS} more chars]"
+    return text
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+_NOT_DECODED = object()
+
+
+def _decode_text(text: str) -> Any:
+    """Best-effort decoding of argument text; ``_NOT_DECODED`` when nothing worked."""
+    candidates = [text]
+    fence = _FENCE.match(text)
+    if fence:
+        candidates.insert(0, fence.group(1).strip())
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            pass
+    decoder = json.JSONDecoder()
+    for candidate in candidates:
+        start = candidate.find("{")
+        if start >= 0:
+            try:
+                value, _ = decoder.raw_decode(candidate, start)
+                return value
+            except ValueError:
+                pass
+    for candidate in candidates:
+        # Python literals from small models: single quotes, True/None, trailing commas.
+        try:
+            value = ast.literal_eval(candidate)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, dict) and _jsonable(value):
+            return value
+    return _NOT_DECODED
+
+
+def parse_arguments(raw: Any) -> dict[str, Any] | ArgumentsError:
+    """Tool-call arguments as a dict, or why not.
+
+    Accepts a JSON string, an object already decoded by the server, JSON fenced in markdown, JSON
+    followed (or preceded) by prose, a JSON string that itself encodes an object, and Python dict
+    literals. Empty arguments are an :class:`ArgumentsError` with reason ``"empty"``.
+    """
+    if isinstance(raw, Mapping):
+        if all(isinstance(k, str) for k in raw) and _jsonable(dict(raw)):
+            return dict(raw)
+        return ArgumentsError("not a JSON object", _preview_raw(raw))
+    if raw is None:
+        return ArgumentsError("empty", "")
+    if not isinstance(raw, str):
+        return ArgumentsError(f"a JSON {type(raw).__name__}, not an object", _preview_raw(raw))
+    text = raw.strip()
+    if not text:
+        return ArgumentsError("empty", "")
+    value = _decode_text(text)
+    if isinstance(value, str) and value.strip():
+        inner = _decode_text(value.strip())
+        if isinstance(inner, dict):
+            value = inner
+    if isinstance(value, dict):
+        return value
+    if value is _NOT_DECODED:
+        return ArgumentsError("not a JSON object", _preview_raw(raw))
+    kinds = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    kind = kinds.get(type(value), "null")
+    return ArgumentsError(f"a JSON {kind}, not an object", _preview_raw(raw))
+
+
+def schema_example(schema: Mapping[str, Any]) -> str:
+    """A one-line JSON example of the required arguments of a tool (``{"code": "..."}``)."""
+    properties = schema.get("properties")
+    properties = properties if isinstance(properties, Mapping) else {}
+    required = schema.get("required")
+    names = [n for n in required if isinstance(n, str)] if isinstance(required, list) else []
+    placeholders = {"string": "...", "integer": 0, "number": 0, "boolean": True, "array": [], "object": {}}
+    example: dict[str, Any] = {}
+    for name in names:
+        prop = properties.get(name)
+        kind = prop.get("type") if isinstance(prop, Mapping) else None
+        if isinstance(kind, list):
+            kind = next((k for k in kind if k != "null"), None)
+        example[name] = placeholders.get(kind, "...") if isinstance(kind, str) else "..."
+    return json.dumps(example, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class PreparedCall:
+    """A tool call after repair: a unique id, and either arguments to run or an error for the model.
+
+    ``arguments_json`` is what goes into the assistant message (compact JSON of the repaired
+    arguments, ``{}`` for unusable ones) so a corrupt string is never replayed.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | None
+    error: str | None
+    arguments_json: str
+    original_id: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def repair_ids(ids: Sequence[str | None], used: Iterable[str] = ()) -> list[str]:
+    """Unique ids for one message's calls: missing or already used ids become ``call_<n>``."""
+    taken = set(used)
+    result: list[str] = []
+    counter = 0
+    for call_id in ids:
+        if call_id is None or call_id in taken:
+            counter += 1
+            while f"call_{counter}" in taken or f"call_{counter}" in ids:
+                counter += 1
+            call_id = f"call_{counter}"
+        taken.add(call_id)
+        result.append(call_id)
+    return result
+
+
+def prepare_calls(
+    calls: Sequence[RawToolCall], tools: Mapping[str, ToolDefinition], used_ids: Iterable[str] = ()
+) -> list[PreparedCall]:
+    """Repair ids and arguments of one assistant message's calls; bad calls carry an error text."""
+    ids = repair_ids([c.id for c in calls], used_ids)
+    available = ", ".join(sorted(tools)) or "(none)"
+    prepared: list[PreparedCall] = []
+    for call, call_id in zip(calls, ids, strict=True):
+        name = call.name or ""
+        tool = tools.get(name)
+        parsed = parse_arguments(call.arguments)
+        arguments = parsed if isinstance(parsed, dict) else None
+        error: str | None = None
+        if not name:
+            error = f"error: the tool call had no function name. Available tools: {available}."
+        elif tool is None:
+            error = f"error: unknown tool {name!r}. Available tools: {available}."
+        elif isinstance(parsed, ArgumentsError):
+            example = schema_example(tool.input_schema)
+            if parsed.reason == "empty":
+                if example == "{}":
+                    arguments = {}
+                else:
+                    error = f"error: the arguments for {name} were empty. Send {example} as JSON."
+            else:
+                error = (
+                    f"error: the arguments for {name} were {parsed.reason}: {parsed.preview}. "
+                    f"Send {example} as JSON."
+                )
+        prepared.append(
+            PreparedCall(
+                id=call_id,
+                name=name,
+                arguments=arguments if error is None else None,
+                error=error,
+                arguments_json=compact_json(arguments if arguments is not None else {}),
+                original_id=call.id,
+            )
+        )
+    return prepared
+
+
+def assistant_message(
+    content: str | None, calls: Sequence[PreparedCall], reasoning_content: str | None = None
+) -> dict[str, Any]:
+    """The assistant message to send back; ``content`` is left out when empty next to tool calls."""
+    message: dict[str, Any] = {"role": "assistant"}
+    if content or not calls:
+        message["content"] = content or ""
+    if reasoning_content:
+        message["reasoning_content"] = reasoning_content
+    if calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
+            for c in calls
+        ]
+    return message
+
+
+def tool_message(call_id: str, content: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}

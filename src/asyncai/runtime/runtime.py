@@ -1,0 +1,260 @@
+"""The runtime: conversation threads over a backend (ADR 0001 core, ADR 0004 A10).
+
+* Runs on one thread never overlap. Messages that arrive while a thread is busy wait; when the
+  run ends, every waiting message is coalesced into one follow-up run (texts joined with blank
+  lines). Runs on different threads proceed concurrently.
+* Each thread keeps the user and assistant text of its earlier runs (never tool results).
+* Each run uses ``executor.thread_scope(thread_id)`` when the executor has one, else a fresh
+  ``executor.run_scope()`` (closed after the run), else the executor itself; the scope's
+  ``context_note()`` goes into the run's newest user message.
+* Run numbers are per runtime: 1, 2, 3, ... in the order runs start, across all threads.
+* A failed run (model server down, anything else) produces a reply with ``error`` set; the
+  runtime and the thread stay usable, and the failed exchange does not enter the history.
+
+Delivery: :meth:`Runtime.post` returns a future per message; every message answered by one run
+gets the *same* :class:`RunReply` (``texts`` lists them). The ``on_reply`` callback is called once
+per run, which is what a JSONL channel wants: one output line per run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..backend.config import Message
+from ..backend.openai import RunResult
+from ..log import log_event
+from ..tools.types import ToolExecutor
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """A user message for one conversation thread."""
+
+    thread_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class RunReply:
+    """The answer of one run; shared by every message the run answered.
+
+    ``reply`` is empty and ``error`` set when the run failed. ``result`` is the backend's result
+    (``None`` on failure).
+    """
+
+    thread_id: str
+    run: int
+    reply: str
+    texts: tuple[str, ...]
+    error: str | None = None
+    result: RunResult | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSONL line for this run: ``{"thread", "reply", "run"}`` plus ``error`` on failure."""
+        line: dict[str, Any] = {"thread": self.thread_id, "reply": self.reply, "run": self.run}
+        if self.error is not None:
+            line["error"] = self.error
+        return line
+
+
+class RunBackend(Protocol):
+    """What the runtime needs from a backend (``OpenAiCompatibleBackend`` implements it)."""
+
+    async def run(
+        self,
+        *,
+        history: Sequence[Message],
+        user_text: str,
+        executor: ToolExecutor,
+        note: str | None = None,
+        thread_id: str | None = None,
+        run_id: int | str | None = None,
+    ) -> RunResult: ...
+
+
+ReplyCallback = Callable[[RunReply], Awaitable[None] | None]
+
+
+@dataclass
+class _Pending:
+    text: str
+    future: asyncio.Future[RunReply]
+
+
+@dataclass
+class _Thread:
+    thread_id: str
+    history: list[Message] = field(default_factory=list)
+    pending: list[_Pending] = field(default_factory=list)
+    worker: asyncio.Task[None] | None = None
+
+
+def coalesce(texts: Sequence[str]) -> str:
+    """The user text of a run that answers several messages at once."""
+    return "\n\n".join(texts)
+
+
+class Runtime:
+    """Conversation threads over a backend and a tool executor."""
+
+    def __init__(
+        self,
+        backend: RunBackend,
+        executor: ToolExecutor,
+        *,
+        on_reply: ReplyCallback | None = None,
+    ) -> None:
+        self.backend = backend
+        self.executor = executor
+        self.on_reply = on_reply
+        self._threads: dict[str, _Thread] = {}
+        self._runs = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._closed = False
+
+    # ------------------------------------------------------------------------------------------
+    # Public API
+
+    def post(self, request: RunRequest) -> asyncio.Future[RunReply]:
+        """Queue ``request`` and return the future of the reply that answers it (non-blocking).
+
+        Must be called from the running event loop. If the thread is busy, the message waits and
+        is coalesced with the other waiting messages into the thread's next run.
+        """
+        if self._closed:
+            raise RuntimeError("the runtime is closed")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[RunReply] = loop.create_future()
+        thread = self._threads.get(request.thread_id)
+        if thread is None:
+            thread = self._threads[request.thread_id] = _Thread(request.thread_id)
+        thread.pending.append(_Pending(request.text, future))
+        if thread.worker is None:
+            self._idle.clear()
+            thread.worker = loop.create_task(self._drive(thread), name=f"asyncai-thread-{request.thread_id}")
+        return future
+
+    async def submit(self, request: RunRequest) -> RunReply:
+        """Queue ``request`` and wait for the reply that answers it."""
+        return await self.post(request)
+
+    def history(self, thread_id: str) -> list[Message]:
+        """A copy of a thread's history (user and assistant text of its successful runs)."""
+        thread = self._threads.get(thread_id)
+        return list(thread.history) if thread else []
+
+    def busy(self, thread_id: str) -> bool:
+        thread = self._threads.get(thread_id)
+        return thread is not None and thread.worker is not None
+
+    @property
+    def runs_started(self) -> int:
+        return self._runs
+
+    async def wait_idle(self) -> None:
+        """Wait until no thread has a run in flight or a message waiting."""
+        await self._idle.wait()
+
+    async def aclose(self) -> None:
+        """Stop accepting messages, cancel in-flight runs and fail waiting messages."""
+        self._closed = True
+        workers = [t.worker for t in self._threads.values() if t.worker is not None]
+        for worker in workers:
+            worker.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        for thread in self._threads.values():
+            for pending in thread.pending:
+                if not pending.future.done():
+                    pending.future.cancel()
+            thread.pending.clear()
+        self._idle.set()
+
+    # ------------------------------------------------------------------------------------------
+    # Internals
+
+    async def _drive(self, thread: _Thread) -> None:
+        try:
+            while thread.pending:
+                batch, thread.pending = thread.pending, []
+                try:
+                    reply = await self._run(thread, [p.text for p in batch])
+                except asyncio.CancelledError:
+                    for pending in batch:
+                        pending.future.cancel()
+                    raise
+                await self._deliver(reply)
+                for pending in batch:
+                    if not pending.future.done():
+                        pending.future.set_result(reply)
+        finally:
+            thread.worker = None
+            if all(t.worker is None for t in self._threads.values()):
+                self._idle.set()
+
+    async def _run(self, thread: _Thread, texts: list[str]) -> RunReply:
+        self._runs += 1
+        run = self._runs
+        user_text = coalesce(texts)
+        log_event("runtime.run_start", thread=thread.thread_id, run=run, messages=len(texts))
+        run_scope: ToolExecutor | None = None
+        try:
+            scope = self.executor.thread_scope(thread.thread_id)
+            if scope is None:
+                scope = run_scope = self.executor.run_scope()
+            if scope is None:
+                scope = self.executor
+            try:
+                result = await self.backend.run(
+                    history=list(thread.history),
+                    user_text=user_text,
+                    executor=scope,
+                    note=scope.context_note(),
+                    thread_id=thread.thread_id,
+                    run_id=run,
+                )
+            finally:
+                if run_scope is not None:
+                    await run_scope.aclose()
+        except Exception as exc:
+            message = str(exc) or type(exc).__name__
+            log_event(
+                "runtime.run_failed",
+                logging.ERROR,
+                thread=thread.thread_id,
+                run=run,
+                error=message,
+                error_type=type(exc).__name__,
+            )
+            return RunReply(thread_id=thread.thread_id, run=run, reply="", texts=tuple(texts), error=message)
+        thread.history.append(Message("user", result.user_message))
+        thread.history.append(Message("assistant", result.reply))
+        log_event("runtime.run_end", thread=thread.thread_id, run=run)
+        return RunReply(
+            thread_id=thread.thread_id, run=run, reply=result.reply, texts=tuple(texts), result=result
+        )
+
+    async def _deliver(self, reply: RunReply) -> None:
+        if self.on_reply is None:
+            return
+        try:
+            outcome = self.on_reply(reply)
+            if inspect.isawaitable(outcome):
+                await outcome
+        except Exception as exc:
+            log_event(
+                "runtime.on_reply_failed",
+                logging.ERROR,
+                thread=reply.thread_id,
+                run=reply.run,
+                error=f"{type(exc).__name__}: {exc}",
+            )
