@@ -295,9 +295,10 @@ class OpenAiCompatibleBackend:
             delay = self.config.backoff_base * (2 ** (attempt - 1))
             if outcome.retry_after is not None and outcome.retry_after <= self.config.max_retry_after:
                 delay = outcome.retry_after
+            # A retry that works is routine; the final failure is what the user needs to see.
             log_event(
                 "model.retry",
-                logging.WARNING,
+                logging.INFO,
                 url=self.url,
                 status=outcome.status,
                 attempt=attempt,

@@ -1,19 +1,159 @@
-"""The agent: ``asyncai -p PROMPT``, interactive chat, and the ``--jsonl`` line channel."""
+"""The agent: ``asyncai -p PROMPT``, interactive chat, piped stdin, and the ``--jsonl`` line channel.
+
+All four run the same ``Runtime`` over the same code-mode executor: the model's only tool is
+``run_code`` (invariant 1).
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import uuid
+from pathlib import Path
+from typing import Any, TextIO
 
+from ..backend import DEFAULT_SYSTEM_PROMPT, BackendConfig, OpenAiCompatibleBackend
+from ..code_mode import CodeModeToolExecutor
+from ..runtime import RunReply, RunRequest, Runtime
 from .settings import Settings, UsageError, add_code_options, add_mcp_options, add_model_options
+from .wiring import code_mode_executor
+
+DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"  # Ollama's OpenAI-compatible endpoint
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-p", "--prompt", help="one-shot: answer PROMPT, print the reply, exit")
-    parser.add_argument("--jsonl", action="store_true", default=None, help="line channel on stdin/stdout")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("-p", "--prompt", help="one-shot: answer PROMPT, print only the reply, exit")
+    mode.add_argument("--jsonl", action="store_true", default=None, help="JSON lines on stdin/stdout")
     add_model_options(parser)
     add_mcp_options(parser)
     add_code_options(parser)
 
 
+def backend_config(settings: Settings) -> BackendConfig:
+    model = settings.get("model")
+    if not model:
+        raise UsageError("no model: pass --model NAME or set ASYNCAI_MODEL (e.g. qwen2.5-coder:7b)")
+    system = settings.get("system")
+    system_file = settings.get("system_file")
+    if system_file:
+        try:
+            system = Path(system_file).read_text()
+        except OSError as exc:
+            raise UsageError(f"cannot read --system-file {system_file}: {exc.strerror or exc}") from None
+    try:
+        return BackendConfig(
+            base_url=settings.get("base_url", DEFAULT_BASE_URL),
+            model=str(model),
+            api_key=settings.get("api_key"),
+            max_rounds=int(settings.get("max_rounds", 8)),
+            system_prompt=system or DEFAULT_SYSTEM_PROMPT,
+            stream=bool(settings.get("stream", False)),
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 async def run(settings: Settings) -> int:
-    raise UsageError("the agent is not wired yet")
+    config = backend_config(settings)
+    prompt = settings.get("prompt")
+    jsonl = bool(settings.get("jsonl"))
+    if prompt is None and not jsonl and not sys.stdin.isatty():
+        prompt = sys.stdin.read()
+        if not prompt.strip():
+            raise UsageError("empty prompt on stdin")
+    async with code_mode_executor(settings) as executor, OpenAiCompatibleBackend(config) as backend:
+        if jsonl:
+            return await _jsonl(Runtime(backend, executor), sys.stdin, sys.stdout)
+        if prompt is not None:
+            return await _one_shot(Runtime(backend, executor), prompt)
+        return await _chat(backend, executor)
+
+
+async def _one_shot(runtime: Runtime, prompt: str) -> int:
+    reply = await runtime.submit(RunRequest(thread_id="main", text=prompt))
+    return _print_reply(reply, sys.stdout)
+
+
+def _print_reply(reply: RunReply, out: TextIO) -> int:
+    if not reply.ok:
+        print(f"asyncai: {reply.error}", file=sys.stderr)
+        return 1
+    print(reply.reply, file=out, flush=True)
+    return 0
+
+
+def _parse_line(line: str) -> RunRequest | str:
+    """A JSONL input line as a request, or the error to answer it with."""
+    try:
+        data: Any = json.loads(line)
+    except ValueError as exc:
+        return f"not JSON: {exc}"
+    if not isinstance(data, dict) or not isinstance(data.get("text"), str):
+        return 'expected {"thread": "t1", "text": "..."}'
+    thread = data.get("thread", "main")
+    return RunRequest(thread_id=str(thread), text=data["text"])
+
+
+async def _jsonl(runtime: Runtime, source: TextIO, out: TextIO) -> int:
+    """One stdin line ``{"thread", "text"}`` starts or queues a run; one stdout line per run."""
+
+    def emit(line: dict[str, Any]) -> None:
+        out.write(json.dumps(line, ensure_ascii=False) + "\n")
+        out.flush()
+
+    runtime.on_reply = lambda reply: emit(reply.to_json())
+    failed = False
+    # A thread reads stdin so pipes, files and terminals all work and runs go on meanwhile.
+    while raw := await asyncio.to_thread(source.readline):
+        line = raw.strip()
+        if not line:
+            continue
+        request = _parse_line(line)
+        if isinstance(request, str):
+            emit({"error": request, "line": line[:200]})
+            failed = True
+            continue
+        runtime.post(request)
+    await runtime.wait_idle()
+    await runtime.aclose()
+    return 1 if failed else 0
+
+
+async def _chat(backend: OpenAiCompatibleBackend, executor: CodeModeToolExecutor) -> int:
+    """Interactive chat on one thread: readline history, /exit, /restart (clear the REPL), /new."""
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401  (line editing and history for input())
+    runtime = Runtime(backend, executor)
+    thread = _new_thread_id()
+    print("asyncai chat. /exit quits, /restart clears the REPL, /new starts a new thread.", file=sys.stderr)
+    while True:
+        try:
+            text = await asyncio.to_thread(input, "you> ")
+        except (EOFError, KeyboardInterrupt):
+            print(file=sys.stderr)
+            break
+        command = text.strip()
+        if not command:
+            continue
+        if command in {"/exit", "/quit"}:
+            break
+        if command == "/new":
+            thread = _new_thread_id()
+            print("(new thread)", file=sys.stderr)
+            continue
+        if command == "/restart":
+            await executor.thread_scope(thread).call_tool("run_code", {"code": "None", "restart": True})
+            print("(REPL state cleared)", file=sys.stderr)
+            continue
+        reply = await runtime.submit(RunRequest(thread_id=thread, text=text))
+        _print_reply(reply, sys.stdout)
+    await runtime.aclose()
+    return 0
+
+
+def _new_thread_id() -> str:
+    return f"chat-{uuid.uuid4().hex[:8]}"

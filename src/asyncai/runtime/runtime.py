@@ -227,9 +227,10 @@ class Runtime:
                     await run_scope.aclose()
         except Exception as exc:
             message = str(exc) or type(exc).__name__
+            # The reply carries the error to whoever asked; the log line is for --verbose.
             log_event(
                 "runtime.run_failed",
-                logging.ERROR,
+                logging.INFO,
                 thread=thread.thread_id,
                 run=run,
                 error=message,
