@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ class CliResult:
     stdout: str
     stderr: str
 
-    def log(self) -> list[dict[str, object]]:
+    def log(self) -> list[dict[str, Any]]:
         """The NDJSON lines of stderr."""
         return [json.loads(line) for line in self.stderr.splitlines() if line.startswith("{")]
 
