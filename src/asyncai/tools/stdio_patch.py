@@ -1,8 +1,9 @@
 """Work around quadratic line reassembly in the ``mcp`` 2.3 stdio client.
 
 ``mcp.client.stdio`` rebuilds ``buffer + chunk`` and splits it for every 64 KiB chunk, so one
-10 MB JSON-RPC line costs O(n²): measured 10.3 s for a 10 MB tool result here. Handing it chunks
-that already end in a newline makes that loop linear (the same result then takes about a second).
+large JSON-RPC line costs O(n²): a 10 MB structured tool result took 6.2 s here, 1.1 s with this
+fix; 10 MB of plain text 1.0 s, 62 ms with it (benchmarks/RESULTS.md). Handing the SDK chunks that
+already end in a newline makes its loop linear.
 The SDK reads stdout through the module-level name ``TextReceiveStream``; we substitute a subclass
 that batches chunks up to the next newline. Nothing else about the transport changes.
 """
