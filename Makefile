@@ -1,0 +1,31 @@
+# Two commands a new user needs: `make demo` (the main job) and `make test` (what CI runs).
+# Both create .venv on first use; only Python 3.11+ and pip are required.
+
+VENV ?= .venv
+PYTHON ?= python3
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/python -m tests.kcp.demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/mypy
+
+test: lint
+	$(VENV)/bin/pytest -q
+
+bench: $(STAMP)
+	$(VENV)/bin/python benchmarks/bench_code_mode.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
