@@ -17,6 +17,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from asyncai.code_mode import CodeModeToolExecutor
 from asyncai.tools import McpToolExecutor, stdio_spec
@@ -75,9 +76,17 @@ async def answer_without_model(kubeconfig: Path) -> None:
 def answer_with_model(kubeconfig: Path, extra: list[str]) -> int:
     status = 0
     for question in QUESTIONS:
-        command = [str(BIN / "asyncai"), "--mcp-stdio", server_command(kubeconfig), "-v", *extra, "-p", question.text]
+        command = [
+            str(BIN / "asyncai"),
+            "--mcp-stdio",
+            server_command(kubeconfig),
+            "-v",
+            *extra,
+            "-p",
+            question.text,
+        ]
         result = subprocess.run(command, capture_output=True, text=True)
-        summary = next(
+        summary: dict[str, Any] = next(
             (json.loads(line) for line in result.stderr.splitlines() if '"model.turn_summary"' in line), {}
         )
         print(f"\nQ: {question.text}\nA: {result.stdout.strip() or result.stderr.strip().splitlines()[-1:]}")

@@ -11,8 +11,8 @@ from asyncai.code_mode.contract import (
     format_error,
     format_outcome,
     hint_for,
-    preview,
 )
+from asyncai.log import preview
 
 
 def _ok(text: str) -> RunCodeText:
@@ -147,7 +147,7 @@ def test_result_over_the_limit_is_an_error_with_size_and_preview() -> None:
     assert result.text.startswith("error: result is 20 001 chars, over the 20000-char limit")
     assert "Assign the data to a variable and return a filtered subset" in result.text
     _, shown = result.text.split("Preview (first 2000 chars): ")
-    assert shown == text[:2_000] + "..."
+    assert shown == text[:2_000] + "... [18001 more chars]"
     assert len(result.text) < 2_500
 
 
@@ -164,12 +164,12 @@ def test_guard_honours_a_custom_limit() -> None:
     result = format_outcome(SnippetOutcome(value="a" * 101, printed=""), max_chars=100)
     assert result.is_error
     assert "over the 100-char limit" in result.text
-    assert "Preview (first 10 chars): aaaaaaaaaa..." in result.text
+    assert "Preview (first 10 chars): aaaaaaaaaa... [91 more chars]" in result.text
 
 
 def test_preview() -> None:
     assert preview("abc", 5) == "abc"
-    assert preview("abcdef", 3) == "abc..."
+    assert preview("abcdef", 3) == "abc... [3 more chars]"
 
 
 # --- errors and hints --------------------------------------------------------------------------

@@ -11,7 +11,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Final
 
-from asyncai.code_mode.values import compact_json
+from ..log import preview
+from .values import compact_json
 
 __all__ = [
     "HINTS",
@@ -57,13 +58,6 @@ class RunCodeText:
 
     text: str
     is_error: bool
-
-
-def preview(text: str, limit: int) -> str:
-    """The first ``limit`` characters of ``text``, with ``...`` when something was cut."""
-    if len(text) <= limit:
-        return text
-    return text[: max(limit, 0)] + "..."
 
 
 def _group_thousands(n: int) -> str:
