@@ -129,6 +129,14 @@ async def test_busy_loop_hits_the_time_limit_and_the_scope_keeps_working(
     assert (after.content, after.is_error) == ("42", False)
 
 
+async def test_uninterruptible_operation_is_killed_by_the_hard_limit(code_mode: CodeModeToolExecutor) -> None:
+    await run(code_mode, "kept = 1")
+    output = await run(code_mode, "x = 7 ** (10 ** 8)")  # one native bigint operation: never polled
+    assert output.is_error
+    assert "was killed" in output.content and "REPL state was reset" in output.content
+    assert (await run(code_mode, "2 + 2")).content == "4"
+
+
 async def test_heap_overrun_is_a_memory_error_and_resets_the_repl(code_mode: CodeModeToolExecutor) -> None:
     await run(code_mode, "kept = 1")
     output = await run(code_mode, "big = 'a' * (6 * 1024 ** 3)")

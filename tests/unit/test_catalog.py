@@ -8,6 +8,7 @@ from asyncai.code_mode.catalog import (
     HELPER_NAMES,
     PREIMPORTED,
     RUN_CODE_INPUT_SCHEMA,
+    inline_local_refs,
     parameter_names,
     python_type,
     render_catalog,
@@ -410,3 +411,41 @@ def test_description_changes_with_the_tool_set() -> None:
     tools = _kcp_tools()
     assert run_code_description(tools) != run_code_description(tools[:1])
     assert "async def list_objects(" not in run_code_description(tools[:1])
+
+
+def test_local_refs_are_inlined_in_stubs_and_sketches() -> None:
+    output = {
+        "type": "object",
+        "properties": {"source": {"$ref": "#/$defs/Time"}, "target": {"$ref": "#/$defs/Time"}},
+        "required": ["source", "target"],
+        "$defs": {"Time": {"type": "object", "properties": {"timezone": {"type": "string"}}}},
+    }
+    inputs = {
+        "type": "object",
+        "properties": {"mode": {"$ref": "#/definitions/Mode", "description": "how"}},
+        "definitions": {"Mode": {"enum": ["fast", "slow"]}},
+    }
+    stub = render_stub("convert", ToolDefinition("convert", "", inputs, output))
+    assert "mode: Literal['fast', 'slow'] | None = None" in stub
+    assert "mode: how" in stub
+    assert 'Returns: {"source": {"timezone": str}, "target": {"timezone": str}}' in stub
+
+
+def test_recursive_refs_become_any_where_they_recur() -> None:
+    tree = {
+        "$ref": "#/$defs/Node",
+        "$defs": {
+            "Node": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+                },
+            }
+        },
+    }
+    assert inline_local_refs(tree) == {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "children": {"type": "array", "items": {}}},
+    }
+    assert shape_sketch(inline_local_refs(tree)) == '{"name": str, "children": list}'

@@ -350,13 +350,51 @@ def _arg_line(py_name: str, schema: Any) -> str | None:
     return f"    {py_name}: {_one_line(text, _MAX_ARG_DESCRIPTION)}"
 
 
+_LOCAL_REF_PREFIXES: Final = ("#/$defs/", "#/definitions/")
+
+
+def inline_local_refs(schema: Any) -> Any:
+    """``schema`` with local ``$ref``s (``#/$defs/X``, ``#/definitions/X``) replaced by their targets.
+
+    Generated schemas (pydantic, zod) put every nested model in ``$defs``; inlined, the stubs and
+    ``Returns:`` sketches show the real shape instead of ``Any``. A recursive reference becomes ``{}``
+    (Any) where it recurs; unknown or remote references stay as they are (rendered as Any).
+    """
+    if not isinstance(schema, dict):
+        return schema
+    definitions: dict[str, Any] = {}
+    for key in ("$defs", "definitions"):
+        found = schema.get(key)
+        if isinstance(found, dict):
+            definitions.update(found)
+
+    def resolve(node: Any, active: frozenset[str]) -> Any:
+        if isinstance(node, list):
+            return [resolve(item, active) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_LOCAL_REF_PREFIXES):
+            name = ref.split("/", 2)[2]
+            if name in active:
+                return {}
+            if name in definitions:
+                siblings = {k: v for k, v in node.items() if k != "$ref"}
+                return resolve({**definitions[name], **siblings}, active | {name})
+        return {k: resolve(v, active) for k, v in node.items() if k not in ("$defs", "definitions")}
+
+    return resolve(schema, frozenset())
+
+
 def render_stub(py_name: str, tool: ToolDefinition) -> str:
     """An ``async def`` stub with keyword-only parameters, a return annotation and a docstring."""
     py_params = parameter_names(tool)
-    props = {name: (sub, req) for name, sub, req in _ordered_properties(tool.input_schema)}
+    input_schema = inline_local_refs(tool.input_schema)
+    output_schema = inline_local_refs(tool.output_schema)
+    props = {name: (sub, req) for name, sub, req in _ordered_properties(input_schema)}
     params = [_parameter(py, *props[prop]) for py, prop in py_params.items()]
     signature = f"*, {', '.join(params)}" if params else ""
-    returns = python_type(tool.output_schema) if tool.output_schema else "Any"
+    returns = python_type(output_schema) if output_schema else "Any"
 
     doc: list[str] = []
     description = inspect.cleandoc(tool.description or "")
@@ -366,8 +404,8 @@ def render_stub(py_name: str, tool: ToolDefinition) -> str:
     if arg_lines:
         doc.append("Args:")
         doc.extend(arg_lines)
-    if tool.output_schema:
-        doc.append(f"Returns: {shape_sketch(tool.output_schema)}")
+    if output_schema:
+        doc.append(f"Returns: {shape_sketch(output_schema)}")
     else:
         doc.append(_NO_SCHEMA_RETURNS)
 

@@ -140,7 +140,13 @@ class ReplScope(ToolExecutor):
     async def _error_result(self, exc: pm.MontyError, code: str) -> RunCodeText:
         if isinstance(exc, pm.MontyCrashedError):
             await self._reset(discard=True)
-            reason = "timed out (hard limit)" if exc.timed_out else f"crashed ({exc})"
+            if exc.timed_out:
+                reason = (
+                    f"was killed: the snippet ran past its {self.limits.code_timeout:g}s execution limit "
+                    "inside one long operation (such as a huge integer power) that cannot be interrupted"
+                )
+            else:
+                reason = f"crashed ({exc})"
             return format_error(f"error: the sandbox worker {reason}", state_reset=True)
         text = exc.display() if isinstance(exc, pm.MontyRuntimeError | pm.MontySyntaxError) else str(exc)
         lines = text.strip().splitlines()

@@ -1,0 +1,74 @@
+"""The interactive modes on a pseudo-terminal: ``asyncai`` chat and ``asyncai run-code -i``."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+
+from tests.cli.conftest import BIN
+from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
+
+
+def _on_a_terminal(args: list[str], typed: str) -> subprocess.CompletedProcess[str]:
+    """Run ``asyncai`` with a pty as stdin (so it sees a terminal) and type ``typed``."""
+    master, slave = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [str(BIN / "asyncai"), *args],
+            stdin=slave,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        os.write(master, typed.encode())
+        out, err = process.communicate(timeout=90)
+    finally:
+        os.close(slave)
+        os.close(master)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def test_chat_keeps_variables_across_turns_and_restart_clears_them() -> None:
+    script = [
+        tool_reply(call("run_code", {"code": "x = 41"})),
+        text_reply("stored"),
+        tool_reply(call("run_code", {"code": "x + 1"})),
+        text_reply("42 it is"),
+        tool_reply(call("run_code", {"code": "x"})),
+        text_reply("x is gone"),
+    ]
+    with ScriptedOpenAI(script) as model:
+        result = _on_a_terminal(
+            ["--base-url", model.base_url, "--model", "m"], "store\nadd one\n/restart\nwhat is x\n/exit\n"
+        )
+        requests = model.requests
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stdout.replace("you> ", "\n").splitlines() if line] == [
+        "stored",
+        "42 it is",
+        "x is gone",
+    ]
+    assert "(REPL state cleared)" in result.stderr
+    assert requests[3]["messages"][-1]["content"] == "42"
+    assert "NameError" in requests[5]["messages"][-1]["content"]
+
+
+def test_chat_new_starts_a_thread_without_history() -> None:
+    with ScriptedOpenAI([text_reply("one"), text_reply("two")]) as model:
+        result = _on_a_terminal(
+            ["--base-url", model.base_url, "--model", "m"], "first\n/new\nsecond\n/exit\n"
+        )
+        requests = model.requests
+    assert result.returncode == 0
+    assert [m["content"] for m in requests[1]["messages"] if m["role"] == "user"] == ["second"]
+
+
+def test_run_code_interactive_repl() -> None:
+    typed = "x = 6\nfor i in range(3):\n    x += 1\n\nx * 6\n/restart\nx\n/exit\n"
+    result = _on_a_terminal(["run-code", "-i"], typed)
+    assert result.returncode == 0, result.stderr
+    assert "(no output; the last expression was None)" in result.stdout
+    assert "54" in result.stdout
+    assert "(REPL state cleared)" in result.stdout
+    assert "NameError: name 'x' is not defined" in result.stdout
