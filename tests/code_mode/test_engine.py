@@ -97,6 +97,7 @@ async def test_refusals_are_python_errors(
     output = await run(code_mode, code)
     assert output.is_error
     assert error in output.content
+    assert "_asyncai" not in output.content, "tracebacks must not show the tool wrappers"
     assert fake.spans == [], "a refused call must not reach the executor"
 
 

@@ -10,6 +10,7 @@ from asyncai.code_mode.contract import (
     find_unawaited,
     format_error,
     format_outcome,
+    hide_frames,
     hint_for,
 )
 from asyncai.log import preview
@@ -278,3 +279,23 @@ def test_hint_table_is_data_and_every_pattern_compiles() -> None:
     for pattern, hint in HINTS:
         compiled = re.compile(pattern)
         assert hint.format(**dict.fromkeys(compiled.groupindex, "X"))
+
+
+def test_hide_frames_drops_only_the_named_file() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "<python-input-3>", line 1, in <module>\n'
+        "    await slow(1)\n"
+        "    ~~~~~~~~~~~~~\n"
+        '  File "<python-input-0>", line 99, in slow\n'
+        "    return _asyncai_decode(await _asyncai_tool('slow', args, kwargs))\n"
+        "                           ~~~~~~~~~~~~~~~~\n"
+        "TypeError: slow() takes keyword arguments only"
+    )
+    assert hide_frames(text, "<python-input-0>") == (
+        "Traceback (most recent call last):\n"
+        '  File "<python-input-3>", line 1, in <module>\n'
+        "    await slow(1)\n"
+        "    ~~~~~~~~~~~~~\n"
+        "TypeError: slow() takes keyword arguments only"
+    )

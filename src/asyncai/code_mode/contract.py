@@ -252,6 +252,21 @@ def _clip_middle(text: str, limit: int) -> str:
     return f"{text[:head]}\n... [{omitted} chars omitted] ...\n{text[-tail:]}"
 
 
+def hide_frames(traceback_text: str, filename: str) -> str:
+    """The traceback without the frames of ``filename`` (a frame is its ``File`` line plus the
+    indented source lines under it)."""
+    kept: list[str] = []
+    hiding = False
+    for line in traceback_text.split("\n"):
+        if line.startswith('  File "'):
+            hiding = line.startswith(f'  File "{filename}"')
+        elif not line.startswith("    "):
+            hiding = False
+        if not hiding:
+            kept.append(line)
+    return "\n".join(kept)
+
+
 def format_error(
     traceback_text: str, *, state_reset: bool = False, max_chars: int = MAX_RESULT_CHARS
 ) -> RunCodeText:

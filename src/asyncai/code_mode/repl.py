@@ -13,13 +13,14 @@ import pydantic_monty as pm
 from ..log import log_event
 from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
 from .catalog import HELPER_NAMES
-from .contract import RunCodeText, SnippetOutcome, format_error, format_outcome
+from .contract import RunCodeText, SnippetOutcome, format_error, format_outcome, hide_frames
 from .dispatch import OS_DENIED, CatalogEntry, SnippetDispatcher
 from .preamble import HOST_CALL, scope_preamble
 from .sandbox import Sandbox, release
 from .variables import BoundVariable, bound_names, format_note, note_candidates, probe_source, rebound_helper
 
 RUN_CODE = "run_code"
+PREAMBLE_FILENAME = "<python-input-0>"  # Monty names the Nth feed of a session <python-input-N>
 
 
 class PrintCapture:
@@ -149,6 +150,8 @@ class ReplScope(ToolExecutor):
                 reason = f"crashed ({exc})"
             return format_error(f"error: the sandbox worker {reason}", state_reset=True)
         text = exc.display() if isinstance(exc, pm.MontyRuntimeError | pm.MontySyntaxError) else str(exc)
+        # The tool wrappers live in the scope's first feed; their frames are noise to the model.
+        text = hide_frames(text, PREAMBLE_FILENAME)
         lines = text.strip().splitlines()
         if lines and lines[-1].startswith("MemoryError"):
             # After a heap overrun the session keeps its failed allocations counted: start afresh.
