@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -152,7 +153,8 @@ async def test_killed_worker_gives_an_error_that_says_state_was_reset(
 ) -> None:
     scope = code_mode.thread_scope("t")
     await run(scope, "x = 1")
-    pid = scope._session.worker_pid  # type: ignore[attr-defined]
+    assert scope._session is not None
+    pid = scope._session.worker_pid
     assert pid is not None
     fake.on_call = lambda: os.kill(pid, signal.SIGKILL)  # the worker dies while the snippet awaits a tool
     output = await run(scope, "await wait(seconds=0.1)\nx")
@@ -258,3 +260,26 @@ async def test_operator_preamble_runs_in_every_new_scope(fake: FakeExecutor) -> 
     async with CodeModeToolExecutor(fake, TEST_LIMITS, preamble="KCP = 'dev'\n") as executor:
         assert (await run(executor.thread_scope("a"), "KCP")).content == "dev"
         assert (await run(executor.thread_scope("b"), "KCP", restart=True)).content == "dev"
+
+
+async def test_thread_scopes_are_an_lru_of_eight_and_evicted_ones_release_their_worker(
+    code_mode: CodeModeToolExecutor,
+) -> None:
+    first = code_mode.thread_scope("t0")
+    await run(first, "mine = 't0'")
+    assert first._session is not None
+    pid = first._session.worker_pid
+    for number in range(1, 9):
+        await run(code_mode.thread_scope(f"t{number}"), f"mine = 't{number}'")
+    await asyncio.gather(*code_mode._closing)  # eviction closes the scope in the background
+    assert first._session is None
+    assert pid not in _worker_pids(code_mode)
+    assert len(code_mode._threads) == 8
+    again = code_mode.thread_scope("t0")
+    assert again is not first
+    assert "NameError" in (await run(again, "mine")).content
+    assert (await run(code_mode.thread_scope("t8"), "mine")).content == "t8"
+
+
+def _worker_pids(code_mode: CodeModeToolExecutor) -> set[int | None]:
+    return {scope._session.worker_pid for scope in code_mode._threads.values() if scope._session is not None}

@@ -85,12 +85,12 @@ class CodeModeToolExecutor(ToolExecutor):
     def context_note(self) -> str | None:
         return self._default.context_note()
 
-    def run_scope(self) -> ToolExecutor:
+    def run_scope(self) -> ReplScope:
         scope = _RunScope(self._setup, self._run_scopes)
         self._run_scopes.add(scope)
         return scope
 
-    def thread_scope(self, thread_id: str) -> ToolExecutor:
+    def thread_scope(self, thread_id: str) -> ReplScope:
         scope = self._threads.pop(thread_id, None) or ReplScope(self._setup)
         self._threads[thread_id] = scope
         while len(self._threads) > THREAD_SCOPES:
