@@ -97,20 +97,23 @@ def _unawaited_error(found: str, where: str) -> RunCodeText:
     )
 
 
-def _output_text(outcome: SnippetOutcome) -> str:
+def _output_text(outcome: SnippetOutcome, budget: int) -> str:
+    """The print output, clipped in the middle to ``budget`` chars so it cannot crowd out the result."""
+    printed = _clip_middle(outcome.printed, budget)
     if outcome.printed_truncated_bytes > 0:
-        return f"{outcome.printed}... [print output truncated: {outcome.printed_truncated_bytes} more bytes]"
-    return outcome.printed
+        return f"{printed}... [print output truncated: {outcome.printed_truncated_bytes} more bytes]"
+    return printed
 
 
-def _result_text(outcome: SnippetOutcome) -> str:
+def _result_text(outcome: SnippetOutcome, max_chars: int) -> str:
     has_output = bool(outcome.printed) or outcome.printed_truncated_bytes > 0
+    output_budget = max(max_chars // 2, 1)
     if outcome.value is None:
         if not has_output:
             return NO_OUTPUT_TEXT
-        return compact_json({"output": _output_text(outcome)})
+        return compact_json({"output": _output_text(outcome, output_budget)})
     if has_output:
-        return compact_json({"output": _output_text(outcome), "result": outcome.value})
+        return compact_json({"output": _output_text(outcome, output_budget), "result": outcome.value})
     if isinstance(outcome.value, str):
         return outcome.value or EMPTY_STRING_TEXT
     return compact_json(outcome.value)
@@ -137,7 +140,7 @@ def format_outcome(outcome: SnippetOutcome, max_chars: int = MAX_RESULT_CHARS) -
     match = _UNAWAITED.search(outcome.printed)
     if match is not None:
         return _unawaited_error(match.group(0), "print output")
-    text = _result_text(outcome)
+    text = _result_text(outcome, max_chars)
     if len(text) > max_chars:
         return _too_large(text, max_chars)
     return RunCodeText(text=text, is_error=False)

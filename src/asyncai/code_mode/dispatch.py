@@ -61,6 +61,11 @@ def validate_arguments(
     return {entry.parameters[name]: value for name, value in kwargs.items() if value is not None}
 
 
+def refuse_os(**_: Any) -> None:
+    """An ``os=`` handler: every filesystem or environment call is refused."""
+    raise PermissionError(OS_DENIED)
+
+
 @dataclass
 class SnippetDispatcher:
     """Runs the nested calls of one snippet against the inner executor."""
@@ -70,22 +75,26 @@ class SnippetDispatcher:
     limits: CodeModeLimits
     calls: list[NestedCall] = field(default_factory=list)
     suspensions: int = 0
+    exhausted: str | None = None
+    """Set once the suspension budget is spent: the snippet then ends as an error, caught or not."""
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     def _count_suspension(self) -> None:
         self.suspensions += 1
         if self.suspensions > self.limits.max_suspensions:
-            raise RuntimeError(
-                f"suspension limit exceeded: at most {self.limits.max_suspensions} per run_code"
+            self.exhausted = (
+                f"RuntimeError: suspension limit exceeded: more than {self.limits.max_suspensions} "
+                "tool or OS calls in one run_code"
             )
+            raise RuntimeError(self.exhausted.removeprefix("RuntimeError: "))
 
     async def call(self, py_name: str, args: Any, kwargs: Mapping[str, Any]) -> str:
         """The sandbox's ``_asyncai_tool``: returns the result text or raises into the sandbox."""
+        self._count_suspension()
         entry = self.catalog.get(py_name)
         if entry is None:
             raise NameError(f"name '{py_name}' is not defined")
         arguments = validate_arguments(py_name, entry, args, kwargs)
-        self._count_suspension()
         if len(self.calls) >= self.limits.max_calls:
             raise RuntimeError(
                 f"nested tool call budget exceeded: at most {self.limits.max_calls} per run_code"
@@ -98,48 +107,44 @@ class SnippetDispatcher:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
+        content = ""
         try:
             output = await asyncio.wait_for(
                 self.inner.call_tool(record.tool, arguments), self.limits.tool_timeout
             )
+            record.is_error, content = output.is_error, output.content
         except TimeoutError:
             record.is_error = True
-            log_event(
-                "mcp.tool_result",
-                level,
-                via="code_mode",
-                tool=record.tool,
-                is_error=True,
-                bytes=0,
-                **mutating,
-            )
             raise RuntimeError(f"tool {record.tool} timed out after {self.limits.tool_timeout:g}s") from None
+        except asyncio.CancelledError:
+            record.is_error, content = True, "cancelled"
+            raise
         except Exception as exc:  # an executor bug must still reach the snippet as a catchable error
             record.is_error = True
             raise RuntimeError(f"tool error: {type(exc).__name__}: {exc}") from None
         finally:
             if task is not None:
                 self._tasks.discard(task)
-        record.is_error = output.is_error
-        record.bytes = len(output.content.encode())
-        log_event(
-            "mcp.tool_result",
-            level,
-            via="code_mode",
-            tool=record.tool,
-            is_error=output.is_error,
-            bytes=record.bytes,
-            content=decoded_or_preview(output.content),
-            **mutating,
-        )
-        if output.is_error:
-            raise RuntimeError(output.content)
-        return output.content
+            record.bytes = len(content.encode())
+            # Every call gets its result line, so a mutating call is never logged half (A6).
+            log_event(
+                "mcp.tool_result",
+                level,
+                via="code_mode",
+                tool=record.tool,
+                is_error=record.is_error,
+                bytes=record.bytes,
+                content=decoded_or_preview(content),
+                **mutating,
+            )
+        if record.is_error:
+            raise RuntimeError(content)
+        return content
 
-    def deny_os(self, *, name: str, **_: Any) -> None:
-        """The sandbox's ``os=`` handler: every filesystem or environment call is refused."""
+    def deny_os(self, **kwargs: Any) -> None:
+        """The sandbox's ``os=`` handler for snippets: counted, then refused."""
         self._count_suspension()
-        raise PermissionError(OS_DENIED)
+        refuse_os(**kwargs)
 
     def cancel_in_flight(self) -> None:
         for task in list(self._tasks):

@@ -43,7 +43,8 @@ class CodeModeToolExecutor(ToolExecutor):
     """Every inner tool becomes an ``async def`` in the sandbox; ``tools()`` is ``[run_code]``.
 
     ``call_tool`` uses one shared default scope; ``run_scope()`` gives a fresh REPL for one run and
-    ``thread_scope(id)`` one REPL per conversation thread (an LRU of 8).
+    ``thread_scope(id)`` one REPL per conversation thread. Threads are an LRU of 8: the least
+    recently used idle scope is closed when a ninth appears (a scope held by a running run waits).
     """
 
     def __init__(
@@ -67,7 +68,6 @@ class CodeModeToolExecutor(ToolExecutor):
         )
         self._default = ReplScope(self._setup)
         self._threads: OrderedDict[str, ReplScope] = OrderedDict()
-        self._run_scopes: set[ReplScope] = set()
         self._closing: set[asyncio.Task[None]] = set()
 
     async def __aenter__(self) -> CodeModeToolExecutor:
@@ -86,35 +86,24 @@ class CodeModeToolExecutor(ToolExecutor):
         return self._default.context_note()
 
     def run_scope(self) -> ReplScope:
-        scope = _RunScope(self._setup, self._run_scopes)
-        self._run_scopes.add(scope)
-        return scope
+        return ReplScope(self._setup)
 
     def thread_scope(self, thread_id: str) -> ReplScope:
         scope = self._threads.pop(thread_id, None) or ReplScope(self._setup)
         self._threads[thread_id] = scope
-        while len(self._threads) > THREAD_SCOPES:
-            _, evicted = self._threads.popitem(last=False)
-            task = asyncio.get_running_loop().create_task(evicted.aclose())
-            self._closing.add(task)
-            task.add_done_callback(self._closing.discard)
+        self._evict_idle(keep=thread_id)
         return scope
 
+    def _evict_idle(self, keep: str) -> None:
+        idle = [thread for thread, scope in self._threads.items() if thread != keep and not scope.busy]
+        for thread in idle[: max(len(self._threads) - THREAD_SCOPES, 0)]:
+            task = asyncio.get_running_loop().create_task(self._threads.pop(thread).aclose())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
     async def aclose(self) -> None:
-        scopes = [self._default, *self._threads.values(), *self._run_scopes]
+        """Close every scope that holds a worker (evicted, per-run or forgotten ones too), then the pool."""
         self._threads.clear()
-        self._run_scopes.clear()
-        await asyncio.gather(*(scope.aclose() for scope in scopes), *self._closing)
+        await asyncio.gather(*self._closing)
+        await asyncio.gather(*(scope.aclose() for scope in [*self._setup.live]))
         await self.sandbox.aclose()
-
-
-class _RunScope(ReplScope):
-    """A per-run REPL that forgets itself in its owner when closed."""
-
-    def __init__(self, setup: ScopeSetup, registry: set[ReplScope]) -> None:
-        super().__init__(setup)
-        self._registry = registry
-
-    async def aclose(self) -> None:
-        self._registry.discard(self)
-        await super().aclose()

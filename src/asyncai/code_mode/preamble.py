@@ -19,16 +19,17 @@ HELPERS_SOURCE = '''
 import asyncio
 import json
 import re
+import json as _asyncai_json
 
 
 def _asyncai_decode(payload):
     try:
-        return json.loads(payload)
+        return _asyncai_json.loads(payload)
     except ValueError:
         return payload
 
 
-def items(x):
+def _asyncai_items(x):
     """The list in x: x itself, x["items"], the only list value of a dict, [] for None, else [x]."""
     if x is None:
         return []
@@ -43,22 +44,7 @@ def items(x):
     return [x]
 
 
-def names(x):
-    """metadata.name (else name, else id) of every element of items(x); strings as they are."""
-    found = []
-    for element in items(x):
-        if isinstance(element, str):
-            found.append(element)
-        elif isinstance(element, dict):
-            name = dig(element, "metadata.name")
-            if name is None:
-                name = element.get("name", element.get("id"))
-            if name is not None:
-                found.append(name)
-    return found
-
-
-def dig(obj, *path, default=None):
+def _asyncai_dig(obj, *path, default=None):
     """obj["a"]["b"][0]... for dig(obj, "a.b.0") or dig(obj, "a", "b", 0); default when missing.
 
     A trailing argument that is not a str or int is taken as the default: dig(x, "a", {}).
@@ -87,15 +73,19 @@ def dig(obj, *path, default=None):
     return current
 
 
-def count_by(xs, *path):
-    """{value: count} of dig(x, *path) over items(xs), most common first."""
-    counts = {}
-    for x in items(xs):
-        key = dig(x, *path)
-        if isinstance(key, (list, dict, set)):
-            key = to_json(key)
-        counts[key] = counts.get(key, 0) + 1
-    return dict(sorted(counts.items(), key=lambda pair: -pair[1]))
+def _asyncai_names(x):
+    """metadata.name (else name, else id) of every element of items(x); strings as they are."""
+    found = []
+    for element in _asyncai_items(x):
+        if isinstance(element, str):
+            found.append(element)
+        elif isinstance(element, dict):
+            name = _asyncai_dig(element, "metadata.name")
+            if name is None:
+                name = element.get("name", element.get("id"))
+            if name is not None:
+                found.append(name)
+    return found
 
 
 def _asyncai_jsonable(x):
@@ -108,9 +98,29 @@ def _asyncai_jsonable(x):
     return str(x)
 
 
-def to_json(x, indent=None):
+def _asyncai_to_json(x, indent=None):
     """json.dumps that never fails: unknown types become str(x), non-str keys str(key)."""
-    return json.dumps(_asyncai_jsonable(x), indent=indent)
+    return _asyncai_json.dumps(_asyncai_jsonable(x), indent=indent)
+
+
+def _asyncai_count_by(xs, *path):
+    """{value: count} of dig(x, *path) over items(xs), most common first."""
+    counts = {}
+    for x in _asyncai_items(xs):
+        key = _asyncai_dig(x, *path)
+        if isinstance(key, (list, dict, set)):
+            key = _asyncai_to_json(key)
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda pair: -pair[1]))
+
+
+# The public names are aliases, so code that shadows one (a function's local, say) never breaks
+# the others, and the tool wrappers never depend on names the model can rebind.
+items = _asyncai_items
+names = _asyncai_names
+dig = _asyncai_dig
+count_by = _asyncai_count_by
+to_json = _asyncai_to_json
 '''
 
 _WRAPPER = """

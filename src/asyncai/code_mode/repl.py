@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pydantic_monty as pm
@@ -14,10 +15,10 @@ from ..log import log_event
 from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
 from .catalog import HELPER_NAMES
 from .contract import RunCodeText, SnippetOutcome, format_error, format_outcome, hide_frames
-from .dispatch import OS_DENIED, CatalogEntry, SnippetDispatcher
-from .preamble import HOST_CALL, scope_preamble
+from .dispatch import CatalogEntry, SnippetDispatcher, refuse_os
+from .preamble import HOST_CALL, INTERNAL_PREFIX, scope_preamble
 from .sandbox import Sandbox, release
-from .variables import BoundVariable, bound_names, format_note, note_candidates, probe_source, rebound_helper
+from .variables import BoundVariable, format_note, note_candidates, probe_source, scan_snippet
 
 RUN_CODE = "run_code"
 PREAMBLE_FILENAME = "<python-input-0>"  # Monty names the Nth feed of a session <python-input-N>
@@ -54,17 +55,26 @@ class ScopeSetup:
     inner: ToolExecutor
     sandbox: Sandbox
     operator_preamble: str | None = None
+    live: set[ReplScope] = field(default_factory=set)
+    """Every scope that holds a worker session: what the executor must close."""
 
 
 class _StateLost(Exception):
     """The worker or its session is gone; the scope starts over."""
 
 
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, pm.MontyRuntimeError | pm.MontySyntaxError):
+        return exc.display()
+    return str(exc)
+
+
 class ReplScope(ToolExecutor):
     """A ``ToolExecutor`` offering ``run_code`` over one persistent REPL.
 
     Feeds are serialised with a lock (one session cannot take two feeds at once); the worker is
-    checked out on first use and released by ``aclose``.
+    checked out on first use and released by ``aclose``. ``hold()`` marks the scope in use for a
+    whole run, so it is not evicted between two of the run's snippets.
     """
 
     def __init__(self, setup: ScopeSetup) -> None:
@@ -72,6 +82,7 @@ class ReplScope(ToolExecutor):
         self.limits = setup.sandbox.limits
         self._session: pm.AsyncMontySession | None = None
         self._lock = asyncio.Lock()
+        self._holds = 0
         self._bound: dict[str, None] = {}
         self._note: str | None = None
 
@@ -81,6 +92,18 @@ class ReplScope(ToolExecutor):
     def context_note(self) -> str | None:
         return self._note
 
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        self._holds += 1
+        try:
+            yield
+        finally:
+            self._holds -= 1
+
+    @property
+    def busy(self) -> bool:
+        return self._holds > 0 or self._lock.locked()
+
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput:
         if name != RUN_CODE:
             return ToolCallOutput.error(f"error: unknown tool {name!r}; the only tool is run_code")
@@ -88,20 +111,39 @@ class ReplScope(ToolExecutor):
         if not isinstance(code, str):
             return ToolCallOutput.error('error: run_code needs {"code": "<python source>"}')
         async with self._lock:
-            if arguments.get("restart") is True:
+            if arguments.get("restart") in (True, "true", "True", 1):
                 await self._reset()
             dispatcher = SnippetDispatcher(self.setup.catalog, self.setup.inner, self.limits)
             result = await self._run(code, dispatcher)
             return ToolCallOutput(content=result.text, is_error=result.is_error, audit=dispatcher.audit())
 
-    async def _run(self, code: str, dispatcher: SnippetDispatcher) -> RunCodeText:
-        helper = rebound_helper(code, HELPER_NAMES)
-        if helper is not None:
-            return RunCodeText(
-                f"error: `{helper}` is a built-in helper and cannot be rebound; "
-                f"pick another name (e.g. `{helper}_`). Nothing was run.",
-                is_error=True,
+    def _refusal(self, code: str) -> tuple[RunCodeText | None, tuple[str, ...]]:
+        """An error for a snippet that must not run, and the names it binds."""
+        scan = scan_snippet(code, frozenset(self.setup.catalog))
+        for name in scan.bound:
+            if name in HELPER_NAMES:
+                kind = "a built-in helper"
+            elif name in self.setup.catalog:
+                kind = "a tool function"
+            elif name.startswith(INTERNAL_PREFIX):
+                kind = "reserved for asyncai"
+            else:
+                continue
+            text = f"error: `{name}` is {kind} and cannot be rebound; pick another name (e.g. `{name}_`)."
+            return RunCodeText(text + " Nothing was run.", is_error=True), scan.bound
+        if scan.unawaited:
+            call = scan.unawaited[0]
+            text = (
+                f"error: `{call}(...)` is called without await, so it would never run. "
+                f"Write `result = await {call}(...)`. Nothing was run."
             )
+            return RunCodeText(text, is_error=True), scan.bound
+        return None, scan.bound
+
+    async def _run(self, code: str, dispatcher: SnippetDispatcher) -> RunCodeText:
+        refusal, bound = self._refusal(code)
+        if refusal is not None:
+            return refusal
         try:
             session = await self._ensure_session()
         except _StateLost as exc:
@@ -119,12 +161,20 @@ class ReplScope(ToolExecutor):
                 "in-flight tool calls were cancelled and the REPL state was reset (variables are gone).",
                 is_error=True,
             )
+        except asyncio.CancelledError:
+            # The run was cancelled from outside (Ctrl-C, shutdown): stop the tool calls the feed
+            # started (pydantic-monty does not) and drop the worker the cancelled feed leaves dead.
+            dispatcher.cancel_in_flight()
+            await asyncio.shield(self._reset(discard=True))
+            raise
         except pm.MontyError as exc:
-            return await self._error_result(exc, code)
+            return await self._error_result(exc, bound)
         except RuntimeError as exc:  # pydantic-monty reports a dead session as a plain RuntimeError
             await self._reset(discard=True)
-            return format_error(f"RuntimeError: {exc}", state_reset=True)
-        self._remember_names(code)
+            return self._format_error(f"RuntimeError: {exc}", state_reset=True)
+        self._remember(bound)
+        if dispatcher.exhausted is not None:
+            return self._format_error(dispatcher.exhausted)
         await self._refresh_note(session)
         return format_outcome(
             SnippetOutcome(value=value, printed=capture.text, printed_truncated_bytes=capture.dropped),
@@ -138,7 +188,10 @@ class ReplScope(ToolExecutor):
             code, external_lookup={HOST_CALL: dispatcher.call}, os=dispatcher.deny_os, print_callback=capture
         )
 
-    async def _error_result(self, exc: pm.MontyError, code: str) -> RunCodeText:
+    def _format_error(self, text: str, *, state_reset: bool = False) -> RunCodeText:
+        return format_error(text, state_reset=state_reset, max_chars=self.limits.max_result_chars)
+
+    async def _error_result(self, exc: pm.MontyError, bound: tuple[str, ...]) -> RunCodeText:
         if isinstance(exc, pm.MontyCrashedError):
             await self._reset(discard=True)
             if exc.timed_out:
@@ -148,17 +201,16 @@ class ReplScope(ToolExecutor):
                 )
             else:
                 reason = f"crashed ({exc})"
-            return format_error(f"error: the sandbox worker {reason}", state_reset=True)
-        text = exc.display() if isinstance(exc, pm.MontyRuntimeError | pm.MontySyntaxError) else str(exc)
+            return self._format_error(f"error: the sandbox worker {reason}", state_reset=True)
         # The tool wrappers live in the scope's first feed; their frames are noise to the model.
-        text = hide_frames(text, PREAMBLE_FILENAME)
+        text = hide_frames(_error_text(exc), PREAMBLE_FILENAME)
         lines = text.strip().splitlines()
         if lines and lines[-1].startswith("MemoryError"):
             # After a heap overrun the session keeps its failed allocations counted: start afresh.
             await self._reset(discard=True)
-            return format_error(text, state_reset=True)
-        self._remember_names(code)
-        return format_error(text)
+            return self._format_error(text, state_reset=True)
+        self._remember(bound)  # a feed is not transactional: names before the error stay bound
+        return self._format_error(text)
 
     async def _ensure_session(self) -> pm.AsyncMontySession:
         if self._session is not None:
@@ -171,17 +223,17 @@ class ReplScope(ToolExecutor):
             await session.feed_run(scope_preamble(self.setup.catalog))
             if self.setup.operator_preamble:
                 await session.feed_run(
-                    self.setup.operator_preamble, os=_deny_os, print_callback=_discard_print
+                    self.setup.operator_preamble, os=refuse_os, print_callback=_discard_print
                 )
         except Exception as exc:
             await release(session, discard=True)
-            text = exc.display() if isinstance(exc, pm.MontyRuntimeError | pm.MontySyntaxError) else str(exc)
-            raise _StateLost(f"the code preamble failed: {text}") from None
+            raise _StateLost(f"the code preamble failed: {_error_text(exc)}") from None
         self._session = session
+        self.setup.live.add(self)
         return session
 
-    def _remember_names(self, code: str) -> None:
-        for name in note_candidates(bound_names(code)):
+    def _remember(self, bound: tuple[str, ...]) -> None:
+        for name in note_candidates(list(bound)):
             self._bound.pop(name, None)
             self._bound[name] = None
 
@@ -203,16 +255,13 @@ class ReplScope(ToolExecutor):
         session, self._session = self._session, None
         self._bound.clear()
         self._note = None
+        self.setup.live.discard(self)
         if session is not None:
             await release(session, discard=discard)
 
     async def aclose(self) -> None:
         async with self._lock:
             await self._reset()
-
-
-def _deny_os(**_: Any) -> None:
-    raise PermissionError(OS_DENIED)
 
 
 def _discard_print(stream: str, text: str) -> None:

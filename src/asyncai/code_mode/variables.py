@@ -19,62 +19,95 @@ _SIZED_TYPES = ("list", "dict", "str", "tuple", "set", "frozenset", "bytes")
 def parse_snippet(code: str) -> ast.Module | None:
     try:
         tree = compile(code, "<snippet>", "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-    except (SyntaxError, ValueError):
+    except Exception:  # SyntaxError, and MemoryError/RecursionError on pathological input
         return None
     return tree if isinstance(tree, ast.Module) else None
 
 
-def _target_names(target: ast.expr) -> list[str]:
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, ast.Tuple | ast.List):
-        return [name for element in target.elts for name in _target_names(element)]
-    if isinstance(target, ast.Starred):
-        return _target_names(target.value)
-    return []
+class _ModuleBindings(ast.NodeVisitor):
+    """Collects the names a snippet binds in the module scope, in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, None] = {}
+
+    def _add(self, name: str) -> None:
+        self.names.setdefault(name, None)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Store):
+            self._add(node.id)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        self._add(node.name)
+        # A nested scope binds module names only through ``global``.
+        for child in ast.walk(node):
+            if isinstance(child, ast.Global):
+                for name in child.names:
+                    self._add(name)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+    visit_ClassDef = visit_FunctionDef
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        pass
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp) -> None:
+        # Comprehension targets are local to it; a walrus inside binds in the enclosing scope.
+        for child in ast.walk(node):
+            if isinstance(child, ast.NamedExpr) and isinstance(child.target, ast.Name):
+                self._add(child.target.id)
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
+
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+        for alias in node.names:
+            self._add((alias.asname or alias.name).split(".")[0])
+
+    visit_ImportFrom = visit_Import
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.name:
+            self._add(node.name)
+        self.generic_visit(node)
 
 
-def _statement_names(node: ast.stmt) -> list[str]:
-    match node:
-        case ast.Assign(targets=targets):
-            return [name for target in targets for name in _target_names(target)]
-        case ast.AnnAssign(target=target) | ast.AugAssign(target=target):
-            return _target_names(target)
-        case ast.For(target=target) | ast.AsyncFor(target=target):
-            inner = [name for child in node.body + node.orelse for name in _statement_names(child)]
-            return _target_names(target) + inner
-        case ast.FunctionDef(name=name) | ast.AsyncFunctionDef(name=name) | ast.ClassDef(name=name):
-            return [name]
-        case ast.Import(names=aliases) | ast.ImportFrom(names=aliases):
-            return [(alias.asname or alias.name).split(".")[0] for alias in aliases]
-        case ast.With(items=items) | ast.AsyncWith(items=items):
-            bound = [n for item in items if item.optional_vars for n in _target_names(item.optional_vars)]
-            return bound + [name for child in node.body for name in _statement_names(child)]
-        case ast.If(body=body, orelse=orelse) | ast.While(body=body, orelse=orelse):
-            return [name for child in body + orelse for name in _statement_names(child)]
-        case ast.Try(body=body, orelse=orelse, finalbody=final, handlers=handlers):
-            children = body + orelse + final + [s for h in handlers for s in h.body]
-            return [name for child in children for name in _statement_names(child)]
-        case ast.Expr(value=ast.NamedExpr(target=target)):
-            return _target_names(target)
-    return []
+def _is_bare_tool_call(node: ast.AST, functions: frozenset[str]) -> str | None:
+    """``f(...)`` or ``asyncio.gather(...)`` used as a statement: a coroutine made and dropped."""
+    if not isinstance(node, ast.Expr) or not isinstance(node.value, ast.Call):
+        return None
+    func = node.value.func
+    if isinstance(func, ast.Name) and func.id in functions:
+        return func.id
+    if isinstance(func, ast.Attribute) and func.attr == "gather" and isinstance(func.value, ast.Name):
+        return f"{func.value.id}.gather" if func.value.id == "asyncio" else None
+    return None
+
+
+@dataclass(frozen=True)
+class SnippetScan:
+    """What the snippet's source says before it runs."""
+
+    bound: tuple[str, ...]
+    """Module-level names it binds."""
+    unawaited: tuple[str, ...]
+    """Catalog functions (or ``asyncio.gather``) called as statements without ``await``."""
+
+
+def scan_snippet(code: str, functions: frozenset[str] = frozenset()) -> SnippetScan:
+    """Bindings and dropped calls of ``code``; an empty scan when CPython cannot parse it."""
+    tree = parse_snippet(code)
+    if tree is None:
+        return SnippetScan((), ())
+    bindings = _ModuleBindings()
+    for statement in tree.body:
+        bindings.visit(statement)
+    unawaited = [name for node in ast.walk(tree) if (name := _is_bare_tool_call(node, functions))]
+    return SnippetScan(tuple(bindings.names), tuple(dict.fromkeys(unawaited)))
 
 
 def bound_names(code: str) -> list[str]:
     """Module-level names the snippet binds, in order of first appearance, without duplicates."""
-    tree = parse_snippet(code)
-    if tree is None:
-        return []
-    seen: dict[str, None] = {}
-    for statement in tree.body:
-        for name in _statement_names(statement):
-            seen.setdefault(name, None)
-    return list(seen)
-
-
-def rebound_helper(code: str, reserved: tuple[str, ...]) -> str | None:
-    """The first reserved helper name the snippet rebinds at module level, if any."""
-    return next((name for name in bound_names(code) if name in reserved), None)
+    return list(scan_snippet(code).bound)
 
 
 def note_candidates(names: list[str]) -> list[str]:

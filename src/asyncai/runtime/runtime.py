@@ -214,14 +214,15 @@ class Runtime:
             if scope is None:
                 scope = self.executor
             try:
-                result = await self.backend.run(
-                    history=list(thread.history),
-                    user_text=user_text,
-                    executor=scope,
-                    note=scope.context_note(),
-                    thread_id=thread.thread_id,
-                    run_id=run,
-                )
+                with scope.hold():  # the thread's REPL is not evicted while this run uses it
+                    result = await self.backend.run(
+                        history=list(thread.history),
+                        user_text=user_text,
+                        executor=scope,
+                        note=scope.context_note(),
+                        thread_id=thread.thread_id,
+                        run_id=run,
+                    )
             finally:
                 if run_scope is not None:
                     await run_scope.aclose()

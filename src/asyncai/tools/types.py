@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +83,10 @@ class ToolExecutor(abc.ABC):
     def context_note(self) -> str | None:
         """A note for the newest user message of the next run (ADR A11)."""
         return None
+
+    def hold(self) -> contextlib.AbstractContextManager[None]:
+        """Marks a scope in use for a whole run, so its owner does not evict it mid-run."""
+        return contextlib.nullcontext()
 
     async def aclose(self) -> None:
         """Release what the executor holds (processes, sessions)."""

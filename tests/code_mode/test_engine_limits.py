@@ -1,0 +1,144 @@
+"""Code mode's guards: budgets, deadlines, cancellation, scope lifetimes and refused snippets."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+
+import pytest
+
+from asyncai.code_mode import CodeModeToolExecutor, SandboxConfig
+from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor, run
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_wall_clock_limit_cancels_in_flight_calls_and_resets(fake: FakeExecutor) -> None:
+    limits = dataclasses.replace(TEST_LIMITS, wall_timeout=1.0, tool_timeout=30.0)
+    async with CodeModeToolExecutor(fake, limits) as code_mode:
+        await run(code_mode, "kept = 1")
+        output = await run(code_mode, "await asyncio.gather(hang(), hang())")
+        after = await run(code_mode, "kept")
+    assert output.is_error and "wall-clock limit of 1s" in output.content and "reset" in output.content
+    assert len(fake.spans) == 2 and all(span.ended for span in fake.spans), (
+        "in-flight calls were not cancelled"
+    )
+    assert "NameError" in after.content
+
+
+async def test_cancelled_run_code_stops_its_tool_calls_and_the_scope_recovers(
+    code_mode: CodeModeToolExecutor, fake: FakeExecutor
+) -> None:
+    scope = code_mode.thread_scope("c")
+    started = asyncio.Event()
+    fake.on_call = started.set
+    task = asyncio.create_task(run(scope, "x = 1\nawait hang()"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert fake.spans[0].ended, "the nested tool call kept running after the cancel"
+    fake.on_call = None
+    after = await run(scope, "40 + 2")
+    assert (after.content, after.is_error) == ("42", False)
+
+
+async def test_suspension_budget_cannot_be_caught_and_counts_refused_calls(fake: FakeExecutor) -> None:
+    limits = dataclasses.replace(TEST_LIMITS, max_suspensions=3)
+    code = "n = 0\nfor i in range(20):\n    try:\n        await wait(1)\n    except Exception:\n        n += 1\nn"
+    async with CodeModeToolExecutor(fake, limits) as code_mode:
+        output = await run(code_mode, code)
+    assert output.is_error
+    assert "suspension limit exceeded" in output.content
+    assert fake.spans == []
+
+
+async def test_print_output_is_capped_and_never_crowds_out_the_result(
+    code_mode: CodeModeToolExecutor,
+) -> None:
+    output = await run(code_mode, "for i in range(200000):\n    print('line', i)\n'the result'")
+    assert not output.is_error, output.content[:300]
+    data = json.loads(output.content)
+    assert data["result"] == "the result"
+    assert "print output truncated" in data["output"] and "chars omitted" in data["output"]
+    assert len(output.content) <= TEST_LIMITS.max_result_chars
+
+
+async def test_error_results_respect_the_result_limit(fake: FakeExecutor) -> None:
+    limits = dataclasses.replace(TEST_LIMITS, max_result_chars=500)
+    async with CodeModeToolExecutor(fake, limits) as code_mode:
+        output = await run(code_mode, "raise ValueError('x' * 5000)")
+    assert output.is_error and len(output.content) < 700 and "chars omitted" in output.content
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        ("wait = 1", "`wait` is a tool function"),
+        ("fetched = await pods()\npods = fetched", "`pods` is a tool function"),
+        ("try:\n    1 / 0\nexcept ZeroDivisionError as names:\n    pass", "`names` is a built-in helper"),
+        ("y = [(items := 3)]", "`items` is a built-in helper"),
+        ("def f():\n    global dig\n    dig = 1", "`dig` is a built-in helper"),
+        ("_asyncai_tool = None", "reserved for asyncai"),
+        ('delete_item(name="a")\n"done"', "`delete_item(...)` is called without await"),
+        ("asyncio.gather(wait(seconds=0))", "`asyncio.gather(...)` is called without await"),
+    ],
+)
+async def test_refused_snippets_run_nothing(
+    code_mode: CodeModeToolExecutor, fake: FakeExecutor, code: str, message: str
+) -> None:
+    output = await run(code_mode, code)
+    assert output.is_error and message in output.content and "Nothing was run" in output.content
+    assert fake.spans == []
+
+
+async def test_accepted_patterns_are_not_refused(code_mode: CodeModeToolExecutor, fake: FakeExecutor) -> None:
+    code = (
+        "coros = [wait(seconds=0, tag=str(i)) for i in range(3)]\n"
+        "done = await asyncio.gather(*coros)\n"
+        "def helper():\n    items_ = 1\n    return items_\n"
+        "json = None\n"
+        "[len(done), helper()]"
+    )
+    output = await run(code_mode, code)
+    assert json.loads(output.content) == [3, 1]
+    after = await run(code_mode, "(await pods())['items'][0]['metadata']['name']")
+    assert after.content == "pod-0", "rebinding json must not break the tool wrappers"
+
+
+async def test_a_held_thread_scope_is_not_evicted_and_idle_ones_are(code_mode: CodeModeToolExecutor) -> None:
+    busy = code_mode.thread_scope("busy")
+    await run(busy, "mine = 'busy'")
+    with busy.hold():  # the runtime holds a thread's scope for its whole run
+        for number in range(9):
+            await run(code_mode.thread_scope(f"t{number}"), "x = 1")
+        await asyncio.gather(*code_mode._closing)
+        assert code_mode._threads.get("busy") is busy, "a scope in use was evicted"
+        assert (await run(busy, "mine")).content == "busy"
+    assert len(code_mode._threads) == 8
+    assert "t0" not in code_mode._threads and "t1" not in code_mode._threads
+
+
+async def test_a_scope_used_after_eviction_is_still_closed_at_shutdown(fake: FakeExecutor) -> None:
+    async with CodeModeToolExecutor(fake, TEST_LIMITS) as code_mode:
+        stale = code_mode.thread_scope("stale")
+        for number in range(8):
+            code_mode.thread_scope(f"t{number}")
+        await asyncio.gather(*code_mode._closing)
+        assert (await run(stale, "1")).content == "1"  # a forgotten scope gets a worker again
+        assert stale._session is not None
+    assert stale._session is None
+
+
+async def test_busy_pool_gives_an_error_instead_of_waiting_forever(fake: FakeExecutor) -> None:
+    sandbox = SandboxConfig(max_workers=1, checkout_timeout=0.5)
+    async with CodeModeToolExecutor(fake, TEST_LIMITS, sandbox=sandbox) as code_mode:
+        await run(code_mode.thread_scope("a"), "1")
+        output = await run(code_mode.thread_scope("b"), "1")
+    assert output.is_error and output.content.startswith("error: could not start the sandbox")
+
+
+async def test_source_cpython_cannot_parse_is_left_to_monty(code_mode: CodeModeToolExecutor) -> None:
+    output = await run(code_mode, "x = " + "-" * 100_000 + "1")  # CPython's parser gives up on this
+    assert output.content  # an answer from Monty, not an exception from the host
