@@ -113,9 +113,18 @@ class Sandbox:
 
 async def release(session: pm.AsyncMontySession, *, discard: bool = False) -> None:
     """End a session; ``discard`` kills its worker first so the next checkout gets a fresh one."""
-    if discard and session.worker_pid is not None:
+    if discard and session.worker_pid is not None and _is_monty_worker(session.worker_pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(session.worker_pid, signal.SIGKILL)
     # A dead or crashed session has nothing left to release.
     with contextlib.suppress(Exception):
         await session.__aexit__(None, None, None)
+
+
+def _is_monty_worker(pid: int) -> bool:
+    """Whether ``pid`` is still a monty worker (a crashed worker's pid may belong to another process)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return b"monty" in handle.read()
+    except OSError:
+        return False
