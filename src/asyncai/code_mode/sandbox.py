@@ -113,9 +113,10 @@ class Sandbox:
 
 async def release(session: pm.AsyncMontySession, *, discard: bool = False) -> None:
     """End a session; ``discard`` kills its worker first so the next checkout gets a fresh one."""
-    if discard and session.worker_pid is not None and _is_monty_worker(session.worker_pid):
+    pid = session.worker_pid  # read once: the pool clears it when the worker goes away
+    if discard and pid is not None and _is_monty_worker(pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(session.worker_pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
     # A dead or crashed session has nothing left to release.
     with contextlib.suppress(Exception):
         await session.__aexit__(None, None, None)
