@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
@@ -25,6 +26,12 @@ def log_event(event: str, level: int = logging.INFO, **fields: Any) -> None:
         logger.log(level, event, extra={_FIELDS_ATTR: fields})
 
 
+def dumps_compact(value: Any) -> str:
+    """Plain compact JSON (no spaces, non-ASCII kept): the bytes sent to model servers, kept in the
+    history and counted in the log. Unlike ``code_mode.values.compact_json`` it converts nothing."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def preview(value: str, limit: int = TEXT_PREVIEW_CHARS) -> str:
     """``value`` cut to ``limit`` characters, saying how much was cut."""
     if len(value) <= limit:
@@ -38,8 +45,19 @@ def decoded_or_preview(text: str, limit: int = TEXT_PREVIEW_CHARS) -> Any:
         return preview(text, limit)
     try:
         return json.loads(text)
-    except ValueError:
-        return preview(text)
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply to decode
+        return preview(text, limit)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with NaN and infinities (which JSON cannot write) turned into strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {_finite(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 class NdjsonFormatter(logging.Formatter):
@@ -52,7 +70,10 @@ class NdjsonFormatter(logging.Formatter):
         line.update(getattr(record, _FIELDS_ATTR, {}))
         if record.exc_info and record.exc_info[1] is not None:
             line["error"] = f"{type(record.exc_info[1]).__name__}: {record.exc_info[1]}"
-        return json.dumps(line, default=str, ensure_ascii=False)
+        try:
+            return json.dumps(line, default=str, ensure_ascii=False, allow_nan=False)
+        except ValueError:  # a NaN or an infinity (e.g. a tool result "1e999" decoded for the log)
+            return json.dumps(_finite(line), default=str, ensure_ascii=False, allow_nan=False)
 
 
 def configure_logging(verbose: bool = False, stream: TextIO | None = None) -> None:

@@ -19,8 +19,7 @@ from asyncai.backend import (
     OpenAiCompatibleBackend,
     RunResult,
 )
-from asyncai.backend.wire import compact_json
-from asyncai.log import configure_logging
+from asyncai.log import configure_logging, dumps_compact
 from asyncai.tools.types import ToolCallOutput
 from tests.fakes.executors import ECHO, RUN_CODE, FakeToolExecutor, nested_audit
 from tests.fakes.openai_server import ScriptedOpenAI, ScriptEntry, call, text_reply, tool_reply
@@ -303,6 +302,16 @@ async def test_client_errors_are_not_retried(status: int, hint: str) -> None:
     assert caught.value.status == status
 
 
+async def test_a_long_error_body_is_cut_to_the_preview_limit() -> None:
+    with (
+        ScriptedOpenAI([{"status": 400, "error": "e" * 1000}]) as server,
+        pytest.raises(ModelServerError) as caught,
+    ):
+        await run(server, FakeToolExecutor())
+    detail = str(caught.value).split("HTTP 400: ", 1)[1].split(" ", 1)[0]
+    assert detail == "e" * 297 + "..."
+
+
 async def test_connection_refused_names_the_url() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -344,7 +353,7 @@ async def test_prefix_is_byte_stable_and_note_goes_to_newest_user_message() -> N
         await run(server, executor, "how many?", history=history, note=note)
         await run(server, executor, "how many?", history=history, note="[a different note]", max_rounds=1)
     first, second, third = server.requests
-    tools_bytes = compact_json(first["tools"]).encode()
+    tools_bytes = dumps_compact(first["tools"]).encode()
     assert b'"tools":' + tools_bytes in server.raw_requests[0]
     assert b'"tools":' + tools_bytes in server.raw_requests[1]
     assert (

@@ -9,6 +9,7 @@ import pytest
 
 from asyncai.backend import BackendConfig, Message, wire
 from asyncai.backend.wire import ArgumentsError, RawToolCall, StreamAccumulator
+from asyncai.log import dumps_compact
 from tests.fakes.executors import ECHO, RUN_CODE
 
 TOOLS = {RUN_CODE.name: RUN_CODE, ECHO.name: ECHO}
@@ -102,7 +103,7 @@ def test_assistant_message_omits_null_content_next_to_calls() -> None:
 def test_tool_specs_are_sorted_and_stable() -> None:
     specs = wire.tool_specs([RUN_CODE, ECHO])
     assert [s["function"]["name"] for s in specs] == ["echo", "run_code"]
-    assert wire.compact_json(specs) == wire.compact_json(wire.tool_specs([ECHO, RUN_CODE]))
+    assert dumps_compact(specs) == dumps_compact(wire.tool_specs([ECHO, RUN_CODE]))
     assert specs[1]["function"]["parameters"] == RUN_CODE.input_schema
 
 

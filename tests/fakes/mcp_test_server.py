@@ -1,7 +1,8 @@
 """A small MCP server for tests: ``python tests/fakes/mcp_test_server.py [--name N] [--http PORT]``.
 
 Tools: ``whoami`` (routing), ``echo``, ``sleep`` (concurrency and timeouts), ``blob`` (large
-results), ``fail`` (is_error), ``die`` (a server crash mid-call), ``write_note`` (a mutating tool).
+results), ``fail`` (is_error), ``die`` (a server crash mid-call), ``write_note`` (a mutating tool),
+``getenv`` (the server's environment).
 With ``--http PORT`` it serves Streamable HTTP on 127.0.0.1 and prints ``ready`` when listening.
 """
 
@@ -61,6 +62,11 @@ def build(name: str) -> MCPServer:
         """Exit the server process at once."""
         print(f"{name}: dying on request", file=sys.stderr, flush=True)
         os._exit(3)
+
+    @server.tool(annotations=READ_ONLY)
+    def getenv(name: str) -> dict[str, str | None]:
+        """The value of the environment variable ``name`` in the server process (null when unset)."""
+        return {"name": name, "value": os.environ.get(name)}
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
     def write_note(text: str) -> dict[str, Any]:

@@ -6,13 +6,17 @@ import asyncio
 import io
 import json
 import logging
+import shlex
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from asyncai.log import configure_logging
-from asyncai.tools import McpToolExecutor, ServerStartError, http_spec, stdio_spec
-from tests.fakes.servers import http_test_server, server_command
+from asyncai.tools import McpToolExecutor, ServerStartError, http_spec, specs_from_config, stdio_spec
+from asyncai.tools.mcp_client import McpConnection
+from tests.fakes.servers import SERVER_SCRIPT, http_test_server, server_command
 
 pytestmark = pytest.mark.anyio
 
@@ -134,6 +138,66 @@ async def test_server_that_exits_at_start_reports_its_stderr() -> None:
         async with McpToolExecutor([stdio_spec(command, name="broken")]):
             pass
     assert "broken" in str(info.value) and "bad config: no token" in str(info.value)
+
+
+async def test_stdio_server_sees_the_callers_environment_and_config_env_wins(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("ASYNCAI_TEST_INHERITED", "from-shell")
+    monkeypatch.setenv("ASYNCAI_TEST_OVERRIDDEN", "from-shell")
+    config = tmp_path / "mcp.json"
+    entry = {
+        "command": sys.executable,
+        "args": [str(SERVER_SCRIPT), "--name", "envy"],
+        "env": {"ASYNCAI_TEST_OVERRIDDEN": "from-config"},
+    }
+    config.write_text(json.dumps({"mcpServers": {"envy": entry}}))
+    async with McpToolExecutor(specs_from_config(config)) as executor:
+        inherited = await executor.call_tool("getenv", {"name": "ASYNCAI_TEST_INHERITED"})
+        overridden = await executor.call_tool("getenv", {"name": "ASYNCAI_TEST_OVERRIDDEN"})
+    assert json.loads(inherited.content)["value"] == "from-shell"
+    assert json.loads(overridden.content)["value"] == "from-config"
+
+
+async def test_start_failure_does_not_block_the_event_loop() -> None:
+    # The background sleep keeps the stderr pipe open after the server exited, so reading the
+    # stderr head waits for its 2 s bound: that wait must not stall other tasks.
+    script = "echo 'bad config: no token' >&2; sleep 4 </dev/null >/dev/null & exit 3"
+    loop = asyncio.get_running_loop()
+    gaps: list[float] = []
+
+    async def heartbeat() -> None:
+        while True:
+            before = loop.time()
+            await asyncio.sleep(0.01)
+            gaps.append(loop.time() - before)
+
+    beats = asyncio.create_task(heartbeat())
+    try:
+        with pytest.raises(ServerStartError) as info:
+            async with McpToolExecutor([stdio_spec(shlex.join(["sh", "-c", script]), name="lagging")]):
+                pass
+    finally:
+        beats.cancel()
+    assert "bad config: no token" in str(info.value)
+    assert gaps and max(gaps) < 1.0, f"the event loop stalled for {max(gaps):.2f}s"
+
+
+async def test_connect_timeout_builds_the_start_error_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[str] = []
+    original = McpConnection._start_error
+
+    async def counting(self: McpConnection, reason: str) -> str:
+        built.append(reason)
+        return await original(self, reason)
+
+    monkeypatch.setattr(McpConnection, "_start_error", counting)
+    command = "python3 -c \"import sys, time; print('hung', file=sys.stderr, flush=True); time.sleep(60)\""
+    with pytest.raises(ServerStartError) as info:
+        async with McpToolExecutor([stdio_spec(command, name="hung")], connect_timeout=0.5):
+            pass
+    assert "no answer to initialize within 0.5s" in str(info.value)
+    assert built == ["no answer to initialize within 0.5s"]
 
 
 def test_logging_level_is_warning_without_verbose() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx2
 
-from ..log import decoded_or_preview, log_event
+from ..log import decoded_or_preview, dumps_compact, log_event
 from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
 from . import wire
 from .config import FINAL_ROUND_INSTRUCTION, NO_ANSWER_TEXT, BackendConfig, Message
@@ -67,7 +67,7 @@ class _HttpFailure:
 
 def _one_line(text: str, limit: int = _ERROR_PREVIEW_CHARS) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= limit else f"{text[:limit]}..."
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def _error_detail(body: bytes) -> str:
@@ -281,7 +281,7 @@ class OpenAiCompatibleBackend:
 
     async def complete(self, body: dict[str, Any]) -> wire.AssistantTurn:
         """One chat-completions request with bounded retries (429, 5xx, connection errors)."""
-        content = wire.compact_json(body).encode("utf-8")
+        content = dumps_compact(body).encode("utf-8")
         headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
         if self.config.api_key:
             headers["authorization"] = f"Bearer {self.config.api_key}"

@@ -16,16 +16,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..log import dumps_compact, preview
 from ..tools.types import ToolDefinition
 from .config import BackendConfig, Message
 
 ARGUMENT_PREVIEW_CHARS = 200
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?[ \t]*```", re.DOTALL)
-
-
-def compact_json(value: Any) -> str:
-    """The one JSON serialisation used on the wire and in the history (stable bytes)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -138,7 +134,7 @@ def _error_message(body: Mapping[str, Any]) -> str | None:
     if error is None:
         return None
     if isinstance(error, Mapping):
-        return str(error.get("message") or compact_json(error))
+        return str(error.get("message") or dumps_compact(error))
     return str(error)
 
 
@@ -323,11 +319,8 @@ class ArgumentsError:
 
 
 def _preview_raw(raw: Any) -> str:
-    text = raw if isinstance(raw, str) else compact_json(raw) if _jsonable(raw) else repr(raw)
-    text = text.replace("\n", "\\n")
-    if len(text) > ARGUMENT_PREVIEW_CHARS:
-        return f"{text[:ARGUMENT_PREVIEW_CHARS]}... [{len(text) - ARGUMENT_PREVIEW_CHARS} more chars]"
-    return text
+    text = raw if isinstance(raw, str) else dumps_compact(raw) if _jsonable(raw) else repr(raw)
+    return preview(text.replace("\n", "\\n"), ARGUMENT_PREVIEW_CHARS)
 
 
 def _jsonable(value: Any) -> bool:
@@ -434,7 +427,6 @@ class PreparedCall:
     arguments: dict[str, Any] | None
     error: str | None
     arguments_json: str
-    original_id: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -492,8 +484,7 @@ def prepare_calls(
                 name=name,
                 arguments=arguments if error is None else None,
                 error=error,
-                arguments_json=compact_json(arguments if arguments is not None else {}),
-                original_id=call.id,
+                arguments_json=dumps_compact(arguments if arguments is not None else {}),
             )
         )
     return prepared

@@ -7,18 +7,24 @@ All four run the same ``Runtime`` over the same code-mode executor: the model's 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import sys
 import uuid
-from pathlib import Path
 from typing import Any, TextIO
 
 from ..backend import DEFAULT_SYSTEM_PROMPT, BackendConfig, OpenAiCompatibleBackend
 from ..code_mode import CodeModeToolExecutor
 from ..runtime import RunReply, RunRequest, Runtime
-from .settings import Settings, UsageError, add_code_options, add_mcp_options, add_model_options
+from .blocking import read_in_thread
+from .settings import (
+    Settings,
+    UsageError,
+    add_code_options,
+    add_mcp_options,
+    add_model_options,
+    read_text_file,
+)
 from .wiring import code_mode_executor
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"  # Ollama's OpenAI-compatible endpoint
@@ -34,24 +40,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def backend_config(settings: Settings) -> BackendConfig:
-    model = settings.get("model")
+    model = settings.text("model")
     if not model:
         raise UsageError("no model: pass --model NAME or set ASYNCAI_MODEL (e.g. qwen2.5-coder:7b)")
-    system = settings.get("system")
-    system_file = settings.get("system_file")
+    system = settings.text("system")
+    system_file = settings.text("system_file")
     if system_file:
-        try:
-            system = Path(system_file).read_text()
-        except OSError as exc:
-            raise UsageError(f"cannot read --system-file {system_file}: {exc.strerror or exc}") from None
+        system = read_text_file(system_file, "--system-file")
+    base_url = settings.text("base_url", DEFAULT_BASE_URL)
+    assert base_url is not None
     try:
         return BackendConfig(
-            base_url=settings.get("base_url", DEFAULT_BASE_URL),
-            model=str(model),
-            api_key=settings.get("api_key"),
-            max_rounds=int(settings.get("max_rounds", 8)),
+            base_url=base_url,
+            model=model,
+            api_key=settings.text("api_key"),
+            max_rounds=settings.count("max_rounds", 8),
             system_prompt=system or DEFAULT_SYSTEM_PROMPT,
-            stream=bool(settings.get("stream", False)),
+            stream=settings.switch("stream"),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -59,8 +64,8 @@ def backend_config(settings: Settings) -> BackendConfig:
 
 async def run(settings: Settings) -> int:
     config = backend_config(settings)
-    prompt = settings.get("prompt")
-    jsonl = bool(settings.get("jsonl"))
+    prompt = settings.text("prompt")
+    jsonl = settings.switch("jsonl")
     if prompt is None and not jsonl and not sys.stdin.isatty():
         prompt = sys.stdin.read()
         if not prompt.strip():
@@ -74,7 +79,11 @@ async def run(settings: Settings) -> int:
 
 
 async def _one_shot(runtime: Runtime, prompt: str) -> int:
-    reply = await runtime.submit(RunRequest(thread_id="main", text=prompt))
+    try:
+        reply = await runtime.submit(RunRequest(thread_id="main", text=prompt))
+    finally:
+        # On Ctrl-C (the main task cancelled) the in-flight run stops before the executors close.
+        await runtime.aclose()
     return _print_reply(reply, sys.stdout)
 
 
@@ -107,19 +116,21 @@ async def _jsonl(runtime: Runtime, source: TextIO, out: TextIO) -> int:
 
     runtime.on_reply = lambda reply: emit(reply.to_json())
     failed = False
-    # A thread reads stdin so pipes, files and terminals all work and runs go on meanwhile.
-    while raw := await asyncio.to_thread(source.readline):
-        line = raw.strip()
-        if not line:
-            continue
-        request = _parse_line(line)
-        if isinstance(request, str):
-            emit({"error": request, "line": line[:200]})
-            failed = True
-            continue
-        runtime.post(request)
-    await runtime.wait_idle()
-    await runtime.aclose()
+    try:
+        # A thread reads stdin so pipes, files and terminals all work and runs go on meanwhile.
+        while raw := await read_in_thread(source.readline):
+            line = raw.strip()
+            if not line:
+                continue
+            request = _parse_line(line)
+            if isinstance(request, str):
+                emit({"error": request, "line": line[:200]})
+                failed = True
+                continue
+            runtime.post(request)
+        await runtime.wait_idle()
+    finally:
+        await runtime.aclose()
     return 1 if failed else 0
 
 
@@ -130,28 +141,30 @@ async def _chat(backend: OpenAiCompatibleBackend, executor: CodeModeToolExecutor
     runtime = Runtime(backend, executor)
     thread = _new_thread_id()
     print("asyncai chat. /exit quits, /restart clears the REPL, /new starts a new thread.", file=sys.stderr)
-    while True:
-        try:
-            text = await asyncio.to_thread(input, "you> ")
-        except (EOFError, KeyboardInterrupt):
-            print(file=sys.stderr)
-            break
-        command = text.strip()
-        if not command:
-            continue
-        if command in {"/exit", "/quit"}:
-            break
-        if command == "/new":
-            thread = _new_thread_id()
-            print("(new thread)", file=sys.stderr)
-            continue
-        if command == "/restart":
-            await executor.thread_scope(thread).call_tool("run_code", {"code": "None", "restart": True})
-            print("(REPL state cleared)", file=sys.stderr)
-            continue
-        reply = await runtime.submit(RunRequest(thread_id=thread, text=text))
-        _print_reply(reply, sys.stdout)
-    await runtime.aclose()
+    try:
+        while True:
+            try:
+                text = await read_in_thread(input, "you> ")
+            except (EOFError, KeyboardInterrupt):
+                print(file=sys.stderr)
+                break
+            command = text.strip()
+            if not command:
+                continue
+            if command in {"/exit", "/quit"}:
+                break
+            if command == "/new":
+                thread = _new_thread_id()
+                print("(new thread)", file=sys.stderr)
+                continue
+            if command == "/restart":
+                await executor.thread_scope(thread).call_tool("run_code", {"code": "None", "restart": True})
+                print("(REPL state cleared)", file=sys.stderr)
+                continue
+            reply = await runtime.submit(RunRequest(thread_id=thread, text=text))
+            _print_reply(reply, sys.stdout)
+    finally:
+        await runtime.aclose()
     return 0
 
 

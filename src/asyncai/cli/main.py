@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _dispatch(settings: Settings) -> int:
-    command = SUBCOMMANDS.get(settings.get("command", ""), agent_command.run)
+    command = SUBCOMMANDS.get(settings.text("command") or "", agent_command.run)
     return await command(settings)
 
 
@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = resolve(args)
-        configure_logging(bool(settings.get("verbose", False)))
+        configure_logging(settings.switch("verbose"))
         status = asyncio.run(_dispatch(settings))
     except (UsageError, ConfigError, ServerStartError, SandboxConfigError) as exc:
         print(f"asyncai: {exc}", file=sys.stderr)

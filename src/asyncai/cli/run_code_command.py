@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import argparse
 import ast
-import asyncio
 import contextlib
 import sys
 from typing import TextIO
 
 from ..code_mode import CodeModeToolExecutor
-from .settings import Settings, UsageError, add_code_options, add_mcp_options
+from .blocking import read_in_thread
+from .settings import Settings, UsageError, add_code_options, add_mcp_options, read_text_file
 from .wiring import code_mode_executor
 
 
@@ -29,27 +29,24 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _snippets(settings: Settings) -> list[str]:
-    if settings.get("code"):
-        return list(settings.get("code"))
-    path = settings.get("file")
+    if code := settings.texts("code"):
+        return code
+    path = settings.text("file")
     if path and path != "-":
-        try:
-            with open(path) as handle:
-                return [handle.read()]
-        except OSError as exc:
-            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        return [read_text_file(path, "snippet file")]
     if sys.stdin.isatty():
         raise UsageError("run-code needs -c CODE, a FILE, code on stdin, -i or --catalog")
     return [sys.stdin.read()]
 
 
 async def run(settings: Settings, out: TextIO = sys.stdout) -> int:
-    snippets = [] if settings.get("catalog") or settings.get("interactive") else _snippets(settings)
+    catalog, interactive = settings.switch("catalog"), settings.switch("interactive")
+    snippets = [] if catalog or interactive else _snippets(settings)
     async with code_mode_executor(settings) as executor:
-        if settings.get("catalog"):
+        if catalog:
             print(executor.tools()[0].description, file=out)
             return 0
-        if settings.get("interactive"):
+        if interactive:
             return await _interactive(executor, out)
         status = 0
         for code in snippets:
@@ -80,7 +77,7 @@ async def _interactive(executor: CodeModeToolExecutor, out: TextIO) -> int:
     buffer = ""
     while True:
         try:
-            line = await asyncio.to_thread(input, "... " if buffer else ">>> ")
+            line = await read_in_thread(input, "... " if buffer else ">>> ")
         except EOFError:
             return 0
         if not buffer and line.strip() in {"/exit", "/quit"}:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..code_mode import SANDBOX_KINDS, CodeModeLimits, SandboxConfig, parse_size
+from ..code_mode.sandbox import SandboxKind
 from ..tools import ServerSpec, http_spec, specs_from_config, stdio_spec
 
 DEFAULT_CONFIG = Path("~/.config/asyncai/config.toml")
@@ -75,15 +77,80 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 ENV_NAMES = {"base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY", "model": "ASYNCAI_MODEL"}
 
 
+def _option(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
 @dataclass
 class Settings:
-    """Every option after resolution, keyed by the option's dest name (``code_timeout``)."""
+    """Every option after resolution, keyed by the option's dest name (``code_timeout``).
+
+    Values from the config file can have any TOML type: the typed getters turn a wrong one into a
+    ``UsageError``.
+    """
 
     values: dict[str, Any] = field(default_factory=dict)
 
     def get(self, key: str, default: Any = None) -> Any:
         value = self.values.get(key)
         return default if value is None else value
+
+    def text(self, key: str, default: str | None = None) -> str | None:
+        value = self.get(key, default)
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"{_option(key)} must be a string, not {value!r}")
+        return value
+
+    def texts(self, key: str) -> list[str]:
+        """A repeatable option: a string or a list of strings."""
+        value = self.get(key)
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise UsageError(f"{_option(key)} must be a string or a list of strings, not {value!r}")
+        return value
+
+    def switch(self, key: str) -> bool:
+        value = self.get(key, False)
+        if not isinstance(value, bool):
+            raise UsageError(f"{_option(key)} must be true or false, not {value!r}")
+        return value
+
+    def number(self, key: str, default: float) -> float:
+        """A positive finite number (seconds)."""
+        value = self.get(key, default)
+        try:
+            number = float(value) if isinstance(value, int | float | str) else math.nan
+        except ValueError:
+            number = math.nan
+        if isinstance(value, bool) or not math.isfinite(number) or number <= 0:
+            raise UsageError(f"{_option(key)} must be a positive number, not {value!r}")
+        return number
+
+    def count(self, key: str, default: int) -> int:
+        """A positive integer."""
+        value = self.get(key, default)
+        try:
+            number = int(value) if isinstance(value, int | str) else 0
+        except ValueError:
+            number = 0
+        if isinstance(value, bool) or number <= 0:
+            raise UsageError(f"{_option(key)} must be a positive integer, not {value!r}")
+        return number
+
+
+def read_text_file(path: str, what: str) -> str:
+    """A UTF-8 file the user named; unreadable or not UTF-8 is a one-line ``UsageError``."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"cannot read {what} {path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from None
 
 
 def _read_config(path: Path, explicit: bool) -> dict[str, Any]:
@@ -113,16 +180,10 @@ def resolve(args: argparse.Namespace) -> Settings:
     return Settings(values)
 
 
-def _as_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    return [value] if isinstance(value, str) else [str(v) for v in value]
-
-
 def server_specs(settings: Settings) -> list[ServerSpec]:
-    specs: list[ServerSpec] = [stdio_spec(command) for command in _as_list(settings.get("mcp_stdio"))]
-    specs += [http_spec(url) for url in _as_list(settings.get("mcp_http"))]
-    for path in _as_list(settings.get("mcp_config")):
+    specs: list[ServerSpec] = [stdio_spec(command) for command in settings.texts("mcp_stdio")]
+    specs += [http_spec(url) for url in settings.texts("mcp_http")]
+    for path in settings.texts("mcp_config"):
         specs += specs_from_config(path)
     return specs
 
@@ -134,29 +195,23 @@ def code_limits(settings: Settings) -> CodeModeLimits:
         max_memory = parse_size(str(memory)) if memory is not None else defaults.max_memory
     except ValueError as exc:
         raise UsageError(f"--code-max-memory: {exc}") from None
-    limits = CodeModeLimits(
-        code_timeout=float(settings.get("code_timeout", defaults.code_timeout)),
-        wall_timeout=float(settings.get("code_wall_timeout", defaults.wall_timeout)),
-        tool_timeout=float(settings.get("tool_timeout", defaults.tool_timeout)),
-        max_calls=int(settings.get("code_max_calls", defaults.max_calls)),
-        max_result_chars=int(settings.get("code_max_result", defaults.max_result_chars)),
+    return CodeModeLimits(
+        code_timeout=settings.number("code_timeout", defaults.code_timeout),
+        wall_timeout=settings.number("code_wall_timeout", defaults.wall_timeout),
+        tool_timeout=settings.number("tool_timeout", defaults.tool_timeout),
+        max_calls=settings.count("code_max_calls", defaults.max_calls),
+        max_result_chars=settings.count("code_max_result", defaults.max_result_chars),
         max_memory=max_memory,
     )
-    for name in ("code_timeout", "wall_timeout", "tool_timeout", "max_calls", "max_result_chars"):
-        if getattr(limits, name) <= 0:
-            raise UsageError(f"{name.replace('_', '-')} must be positive")
-    return limits
 
 
 def sandbox_config(settings: Settings) -> SandboxConfig:
-    return SandboxConfig(kind=settings.get("code_sandbox", "auto"), monty_url=settings.get("monty_url"))
+    kind = settings.text("code_sandbox", "auto")
+    if kind not in SANDBOX_KINDS:
+        raise UsageError(f"--code-sandbox must be one of {', '.join(SANDBOX_KINDS)}, not {kind!r}")
+    return SandboxConfig(kind=cast(SandboxKind, kind), monty_url=settings.text("monty_url"))
 
 
 def read_preamble(settings: Settings) -> str | None:
-    path = settings.get("code_preamble")
-    if path is None:
-        return None
-    try:
-        return Path(path).read_text()
-    except OSError as exc:
-        raise UsageError(f"cannot read --code-preamble {path}: {exc.strerror or exc}") from None
+    path = settings.text("code_preamble")
+    return None if path is None else read_text_file(path, "--code-preamble")

@@ -112,14 +112,15 @@ class McpConnection:
         except TimeoutError:
             await self.close()
             raise ServerStartError(
-                self._start_error(f"no answer to initialize within {timeout:g}s")
+                await self._start_error(f"no answer to initialize within {timeout:g}s")
             ) from None
 
-    def _start_error(self, reason: str) -> str:
+    async def _start_error(self, reason: str) -> str:
+        """The one-line start failure, with the head of the server's stderr once its pump has ended."""
         kind = "command" if isinstance(self.spec, StdioServerSpec) else "url"
         message = f"cannot start MCP server '{self.name}' ({kind}: {self.spec.display}): {reason}"
         if self._stderr is not None:
-            self._stderr.wait(timeout=2.0)
+            await asyncio.to_thread(self._stderr.wait, 2.0)
             if self._stderr.head:
                 message += " | stderr: " + " / ".join(self._stderr.head)
         return message
@@ -129,7 +130,9 @@ class McpConnection:
         spec = self.spec
         if isinstance(spec, StdioServerSpec):
             self._stderr = _StderrPump(self.name)
-            params = StdioServerParameters(command=spec.command, args=list(spec.args), env=spec.env or None)
+            # The SDK alone passes only HOME, PATH and a few more; a server sees the user's environment.
+            env = {**os.environ, **spec.env}
+            params = StdioServerParameters(command=spec.command, args=list(spec.args), env=env)
             async with stdio_client(params, errlog=self._stderr.writer) as (read, write):
                 self._stderr.close_writer()
                 async with ClientSession(read, write) as session:
@@ -155,8 +158,10 @@ class McpConnection:
                 self._ready.set_result(None)
                 await self._closing.wait()
         except BaseException as exc:  # the task owns the transport: every failure ends here
-            if not self._ready.done():
-                self._ready.set_exception(ServerStartError(self._start_error(_describe(exc))))
+            if not self._ready.done() and self._closing.is_set():
+                self._ready.cancel()  # start() gave up waiting and reports the failure itself
+            elif not self._ready.done():
+                self._ready.set_exception(ServerStartError(await self._start_error(_describe(exc))))
             elif not self._closing.is_set():
                 self._mark_dead(_describe(exc))
             if isinstance(exc, asyncio.CancelledError):
@@ -184,10 +189,8 @@ class McpConnection:
             self.dead_reason = reason
             log_event("mcp.server_died", logging.ERROR, server=self.name, reason=reason)
 
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], timeout: float | None = None
-    ) -> ToolCallOutput:
-        limit = timeout or self.tool_timeout
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput:
+        limit = self.tool_timeout
         session = self._session
         if session is None or self.dead_reason is not None:
             return ToolCallOutput.error(
@@ -270,13 +273,11 @@ class McpToolExecutor(ToolExecutor):
     def tools(self) -> list[ToolDefinition]:
         return [route.tool for route in self.routes.values()]
 
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], timeout: float | None = None
-    ) -> ToolCallOutput:
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput:
         route = self.routes.get(name)
         if route is None:
             return ToolCallOutput.error(f"tool error: unknown tool {name!r}")
-        return await self._by_server[route.server].call_tool(name, arguments, timeout)
+        return await self._by_server[route.server].call_tool(name, arguments)
 
     async def aclose(self) -> None:
         await asyncio.gather(*(c.close() for c in self.connections))

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import mcp.types as mt
 
+from ..log import dumps_compact
 from .types import ToolCallOutput, ToolDefinition
 
 
@@ -48,7 +48,7 @@ def call_output(result: mt.CallToolResult) -> ToolCallOutput:
     if texts:
         content = "\n".join(texts)
     elif structured is not None:
-        content = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
+        content = dumps_compact(structured)
     else:
         content = ""
     return ToolCallOutput(content=content, is_error=bool(result.is_error), structured=structured)

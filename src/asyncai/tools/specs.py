@@ -78,6 +78,8 @@ def _spec_from_entry(name: str, entry: Any, source: Path) -> ServerSpec:
         if not isinstance(url, str):
             raise ConfigError(f'{source}: mcpServers.{name} needs a "url" string')
         headers = entry.get("headers") or {}
+        if not isinstance(headers, dict):
+            raise ConfigError(f'{source}: mcpServers.{name}: "headers" must be an object')
         return HttpServerSpec(name=name, url=url, headers={str(k): str(v) for k, v in headers.items()})
     command = entry.get("command")
     if not isinstance(command, str) or not command:

@@ -1,0 +1,39 @@
+"""Blocking reads of stdin from async code."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def _settle(future: asyncio.Future[Any], outcome: Callable[[], object]) -> None:
+    if not future.done():  # a cancelled reader gets nothing
+        outcome()
+
+
+async def read_in_thread(read: Callable[..., T], *args: Any) -> T:
+    """``read(*args)`` on a daemon thread, awaited without blocking the event loop.
+
+    Unlike ``asyncio.to_thread``, a read still blocked on stdin when the command is cancelled
+    (Ctrl-C) does not keep ``asyncio.run`` and the interpreter waiting for one more line.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def work() -> None:
+        outcome: Callable[[], object]
+        try:
+            outcome = functools.partial(future.set_result, read(*args))
+        except BaseException as exc:  # raised in the awaiting task, e.g. EOFError
+            outcome = functools.partial(future.set_exception, exc)
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(_settle, future, outcome)
+
+    threading.Thread(target=work, name="asyncai-stdin", daemon=True).start()
+    return await future
