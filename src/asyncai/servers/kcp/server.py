@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from . import kubectl as k
 from .descriptions import DESCRIPTIONS
 from .discovery import kubeconfig_paths
-from .service import ApiResourceList, KcpError, KcpList, KcpService, WorkspaceList
+from .service import ApiResourceList, KcpList, KcpService, WorkspaceList
 
 READ = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -73,29 +72,20 @@ def build_server(service: KcpService, read_write: bool) -> MCPServer:
             bool | None, Field(description="true: rediscover instead of using the cache")
         ] = None,
     ) -> Annotated[CallToolResult, KcpList]:
-        try:
-            return _json_result(await service.list_kcps(bool(refresh)))
-        except KcpError as exc:
-            raise ToolError(str(exc)) from None
+        return _json_result(await service.list_kcps(bool(refresh)))
 
     @server.tool(description=DESCRIPTIONS["list_workspaces"], annotations=READ)
     async def list_workspaces(
         kcp: Kcp = None,
         workspace: Annotated[str | None, Field(description="parent workspace path; default root")] = None,
     ) -> Annotated[CallToolResult, WorkspaceList]:
-        try:
-            return _json_result(await service.list_workspaces(kcp, workspace or "root"))
-        except KcpError as exc:
-            raise ToolError(str(exc)) from None
+        return _json_result(await service.list_workspaces(kcp, workspace or "root"))
 
     @server.tool(description=DESCRIPTIONS["get_api_resources"], annotations=READ)
     async def get_api_resources(
         kcp: Kcp = None, *, workspace: WorkspacePath
     ) -> Annotated[CallToolResult, ApiResourceList]:
-        try:
-            return _json_result(await service.get_api_resources(kcp, workspace))
-        except KcpError as exc:
-            raise ToolError(str(exc)) from None
+        return _json_result(await service.get_api_resources(kcp, workspace))
 
     @server.tool(description=DESCRIPTIONS["list_objects"], annotations=READ)
     async def list_objects(
@@ -106,10 +96,7 @@ def build_server(service: KcpService, read_write: bool) -> MCPServer:
         namespace: Namespace = None,
         selector: Annotated[str | None, Field(description="label selector, e.g. app=api,tier!=web")] = None,
     ) -> JsonDoc:
-        try:
-            return _json_result(await service.list_objects(kcp, workspace, resource, namespace, selector))
-        except KcpError as exc:
-            raise ToolError(str(exc)) from None
+        return _json_result(await service.list_objects(kcp, workspace, resource, namespace, selector))
 
     @server.tool(description=DESCRIPTIONS["get_object"], annotations=READ)
     async def get_object(
@@ -120,19 +107,13 @@ def build_server(service: KcpService, read_write: bool) -> MCPServer:
         name: Annotated[str, Field(description="object name")],
         namespace: ObjectNamespace = None,
     ) -> JsonDoc:
-        try:
-            return _json_result(await service.get_object(kcp, workspace, resource, name, namespace))
-        except KcpError as exc:
-            raise ToolError(str(exc)) from None
+        return _json_result(await service.get_object(kcp, workspace, resource, name, namespace))
 
     @server.tool(description=DESCRIPTIONS["get_events"], annotations=READ)
     async def get_events(
         kcp: Kcp = None, *, workspace: WorkspacePath, namespace: Namespace = None
     ) -> JsonDoc:
-        try:
-            return _json_result(await service.get_events(kcp, workspace, namespace))
-        except KcpError as exc:
-            raise ToolError(str(exc)) from None
+        return _json_result(await service.get_events(kcp, workspace, namespace))
 
     @server.tool(description=DESCRIPTIONS["get_logs"], annotations=READ, structured_output=False)
     async def get_logs(
@@ -146,10 +127,7 @@ def build_server(service: KcpService, read_write: bool) -> MCPServer:
         ] = None,
         tail: Annotated[int | None, Field(description="only the last N lines", ge=0)] = None,
     ) -> str:
-        try:
-            return await service.get_logs(kcp, workspace, pod, namespace, container, tail)
-        except KcpError as exc:
-            raise ToolError(str(exc)) from None
+        return await service.get_logs(kcp, workspace, pod, namespace, container, tail)
 
     if not read_write:
         return server
@@ -169,10 +147,7 @@ def build_server(service: KcpService, read_write: bool) -> MCPServer:
             ),
         ],
     ) -> JsonDoc:
-        try:
-            return _json_result(await service.apply_object(kcp, workspace, manifest))
-        except KcpError as exc:
-            raise ToolError(str(exc)) from None
+        return _json_result(await service.apply_object(kcp, workspace, manifest))
 
     @server.tool(description=DESCRIPTIONS["patch_object"], annotations=WRITE)
     async def patch_object(
@@ -190,13 +165,10 @@ def build_server(service: KcpService, read_write: bool) -> MCPServer:
             Literal["strategic", "merge", "json"] | None, Field(description="patch type; default merge")
         ] = None,
     ) -> JsonDoc:
-        try:
-            result = await service.patch_object(
-                kcp, workspace, resource, name, patch, namespace, patch_type or "merge"
-            )
-            return _json_result(result)
-        except KcpError as exc:
-            raise ToolError(str(exc)) from None
+        result = await service.patch_object(
+            kcp, workspace, resource, name, patch, namespace, patch_type or "merge"
+        )
+        return _json_result(result)
 
     @server.tool(description=DESCRIPTIONS["scale_object"], annotations=WRITE_IDEMPOTENT)
     async def scale_object(
@@ -208,12 +180,7 @@ def build_server(service: KcpService, read_write: bool) -> MCPServer:
         replicas: Annotated[int, Field(description="desired replicas", ge=0)],
         namespace: ObjectNamespace = None,
     ) -> JsonDoc:
-        try:
-            return _json_result(
-                await service.scale_object(kcp, workspace, resource, name, replicas, namespace)
-            )
-        except KcpError as exc:
-            raise ToolError(str(exc)) from None
+        return _json_result(await service.scale_object(kcp, workspace, resource, name, replicas, namespace))
 
     @server.tool(description=DESCRIPTIONS["delete_object"], annotations=DELETE, structured_output=False)
     async def delete_object(
@@ -224,10 +191,7 @@ def build_server(service: KcpService, read_write: bool) -> MCPServer:
         name: Annotated[str, Field(description="object name")],
         namespace: ObjectNamespace = None,
     ) -> str:
-        try:
-            return await service.delete_object(kcp, workspace, resource, name, namespace)
-        except KcpError as exc:
-            raise ToolError(str(exc)) from None
+        return await service.delete_object(kcp, workspace, resource, name, namespace)
 
     return server
 

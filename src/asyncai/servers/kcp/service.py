@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, NotRequired
 
+from mcp.server.mcpserver.exceptions import ToolError
 from typing_extensions import TypedDict
 
 from . import kubectl as k
@@ -18,8 +19,8 @@ from .discovery import Discovery, KcpSelectionError, KcpTarget, discover, select
 from .resources import ApiResource, preferred_group_versions, resource_rows
 
 
-class KcpError(Exception):
-    """A tool call failed; the message is for the caller."""
+class KcpError(ToolError):
+    """A tool call failed; the message is for the caller (MCPServer turns it into an error result)."""
 
 
 class KcpInfo(TypedDict):
