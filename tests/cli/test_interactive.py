@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import pty
 import subprocess
+from pathlib import Path
 
 from tests.cli.conftest import BIN
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
 
 
-def _on_a_terminal(args: list[str], typed: str) -> subprocess.CompletedProcess[str]:
-    """Run ``asyncai`` with a pty as stdin (so it sees a terminal) and type ``typed``."""
+def _on_a_terminal(args: list[str], typed: str, state: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``asyncai`` with a pty as stdin (so it sees a terminal) and type ``typed``; input
+    history goes under ``state`` (XDG_STATE_HOME), never into the real home."""
     master, slave = pty.openpty()
     try:
         process = subprocess.Popen(
@@ -20,6 +22,7 @@ def _on_a_terminal(args: list[str], typed: str) -> subprocess.CompletedProcess[s
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            env={**os.environ, "XDG_STATE_HOME": str(state)},
         )
         os.write(master, typed.encode())
         out, err = process.communicate(timeout=90)
@@ -29,7 +32,7 @@ def _on_a_terminal(args: list[str], typed: str) -> subprocess.CompletedProcess[s
     return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
-def test_chat_keeps_variables_across_turns_and_restart_clears_them() -> None:
+def test_chat_keeps_variables_across_turns_and_restart_clears_them(tmp_path: Path) -> None:
     script = [
         tool_reply(call("run_code", {"code": "x = 41"})),
         text_reply("stored"),
@@ -40,7 +43,9 @@ def test_chat_keeps_variables_across_turns_and_restart_clears_them() -> None:
     ]
     with ScriptedOpenAI(script) as model:
         result = _on_a_terminal(
-            ["--base-url", model.base_url, "--model", "m"], "store\nadd one\n/restart\nwhat is x\n/exit\n"
+            ["--base-url", model.base_url, "--model", "m"],
+            "store\nadd one\n/restart\nwhat is x\n/exit\n",
+            tmp_path,
         )
         requests = model.requests
     assert result.returncode == 0, result.stderr
@@ -54,21 +59,43 @@ def test_chat_keeps_variables_across_turns_and_restart_clears_them() -> None:
     assert "NameError" in requests[5]["messages"][-1]["content"]
 
 
-def test_chat_new_starts_a_thread_without_history() -> None:
+def test_chat_new_starts_a_thread_without_history(tmp_path: Path) -> None:
     with ScriptedOpenAI([text_reply("one"), text_reply("two")]) as model:
         result = _on_a_terminal(
-            ["--base-url", model.base_url, "--model", "m"], "first\n/new\nsecond\n/exit\n"
+            ["--base-url", model.base_url, "--model", "m"], "first\n/new\nsecond\n/exit\n", tmp_path
         )
         requests = model.requests
     assert result.returncode == 0
     assert [m["content"] for m in requests[1]["messages"] if m["role"] == "user"] == ["second"]
 
 
-def test_run_code_interactive_repl() -> None:
+def test_run_code_interactive_repl(tmp_path: Path) -> None:
     typed = "x = 6\nfor i in range(3):\n    x += 1\n\nx * 6\n/restart\nx\n/exit\n"
-    result = _on_a_terminal(["run-code", "-i"], typed)
+    result = _on_a_terminal(["run-code", "-i"], typed, tmp_path)
     assert result.returncode == 0, result.stderr
     assert "(no output; the last expression was None)" in result.stdout
     assert "54" in result.stdout
     assert "(REPL state cleared)" in result.stdout
     assert "NameError: name 'x' is not defined" in result.stdout
+
+
+def test_chat_history_persists_across_sessions(tmp_path: Path) -> None:
+    # readline only edits (and records) input when stdin and stdout are both terminals.
+    master, slave = pty.openpty()
+    try:
+        with ScriptedOpenAI([text_reply("hi")]) as model:
+            process = subprocess.Popen(
+                [str(BIN / "asyncai"), "--base-url", model.base_url, "--model", "m"],
+                stdin=slave,
+                stdout=slave,
+                stderr=subprocess.DEVNULL,
+                env={**os.environ, "XDG_STATE_HOME": str(tmp_path)},
+            )
+            os.write(master, b"remember this line\n/exit\n")
+            status = process.wait(timeout=90)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert status == 0
+    history = (tmp_path / "asyncai" / "chat_history").read_text()
+    assert "remember this line" in history

@@ -7,7 +7,6 @@ All four run the same ``Runtime`` over the same code-mode executor: the model's 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 import uuid
@@ -17,6 +16,7 @@ from ..backend import DEFAULT_SYSTEM_PROMPT, BackendConfig, OpenAiCompatibleBack
 from ..code_mode import CodeModeToolExecutor
 from ..runtime import RunReply, RunRequest, Runtime
 from .blocking import read_in_thread
+from .history import line_editing
 from .settings import (
     Settings,
     UsageError,
@@ -136,36 +136,39 @@ async def _jsonl(runtime: Runtime, source: TextIO, out: TextIO) -> int:
 
 async def _chat(backend: OpenAiCompatibleBackend, executor: CodeModeToolExecutor) -> int:
     """Interactive chat on one thread: readline history, /exit, /restart (clear the REPL), /new."""
-    with contextlib.suppress(ImportError):
-        import readline  # noqa: F401  (line editing and history for input())
     runtime = Runtime(backend, executor)
     thread = _new_thread_id()
     print("asyncai chat. /exit quits, /restart clears the REPL, /new starts a new thread.", file=sys.stderr)
     try:
-        while True:
-            try:
-                text = await read_in_thread(input, "you> ")
-            except (EOFError, KeyboardInterrupt):
-                print(file=sys.stderr)
-                break
-            command = text.strip()
-            if not command:
-                continue
-            if command in {"/exit", "/quit"}:
-                break
-            if command == "/new":
-                thread = _new_thread_id()
-                print("(new thread)", file=sys.stderr)
-                continue
-            if command == "/restart":
-                await executor.thread_scope(thread).call_tool("run_code", {"code": "None", "restart": True})
-                print("(REPL state cleared)", file=sys.stderr)
-                continue
-            reply = await runtime.submit(RunRequest(thread_id=thread, text=text))
-            _print_reply(reply, sys.stdout)
+        with line_editing("chat"):
+            await _chat_loop(runtime, executor, thread)
     finally:
         await runtime.aclose()
     return 0
+
+
+async def _chat_loop(runtime: Runtime, executor: CodeModeToolExecutor, thread: str) -> None:
+    while True:
+        try:
+            text = await read_in_thread(input, "you> ")
+        except (EOFError, KeyboardInterrupt):
+            print(file=sys.stderr)
+            break
+        command = text.strip()
+        if not command:
+            continue
+        if command in {"/exit", "/quit"}:
+            break
+        if command == "/new":
+            thread = _new_thread_id()
+            print("(new thread)", file=sys.stderr)
+            continue
+        if command == "/restart":
+            await executor.thread_scope(thread).call_tool("run_code", {"code": "None", "restart": True})
+            print("(REPL state cleared)", file=sys.stderr)
+            continue
+        reply = await runtime.submit(RunRequest(thread_id=thread, text=text))
+        _print_reply(reply, sys.stdout)
 
 
 def _new_thread_id() -> str:

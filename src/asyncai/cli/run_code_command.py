@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import sys
 from typing import TextIO
 
 from ..code_mode import CodeModeToolExecutor
 from .blocking import read_in_thread
+from .history import line_editing
 from .settings import Settings, UsageError, add_code_options, add_mcp_options, read_text_file
 from .wiring import code_mode_executor
 
@@ -47,7 +47,8 @@ async def run(settings: Settings, out: TextIO = sys.stdout) -> int:
             print(executor.tools()[0].description, file=out)
             return 0
         if interactive:
-            return await _interactive(executor, out)
+            with line_editing("run-code"):
+                return await _interactive(executor, out)
         status = 0
         for code in snippets:
             output = await executor.call_tool("run_code", {"code": code})
@@ -71,8 +72,6 @@ def _complete(source: str) -> bool:
 
 
 async def _interactive(executor: CodeModeToolExecutor, out: TextIO) -> int:
-    with contextlib.suppress(ImportError):
-        import readline  # noqa: F401  (line editing and history for input())
     print("asyncai run-code: Python in the Monty sandbox. /restart clears state, /exit quits.", file=out)
     buffer = ""
     while True:
