@@ -11,6 +11,14 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(autouse=True)
+def _no_writes_to_the_real_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interactive modes keep input history under XDG_STATE_HOME; tests keep it in a temp dir."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
 def _leftover_workers() -> list[str]:
     """``monty`` worker processes whose parent is this test process."""
     found = []
