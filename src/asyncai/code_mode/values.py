@@ -13,6 +13,8 @@ import math
 from collections.abc import Iterator
 from typing import Any, Final
 
+from ..log import dumps_compact
+
 __all__ = ["compact_json", "to_json_value"]
 
 # int -> str conversion is capped at 4300 digits by default (CPython >= 3.11); stay well below it.
@@ -144,6 +146,6 @@ def compact_json(value: Any) -> str:
     """``json.dumps(to_json_value(value), ensure_ascii=False, separators=(",", ":"))``, any depth."""
     data = to_json_value(value)
     try:
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        return dumps_compact(data)
     except RecursionError:
         return _dump_iteratively(data)

@@ -105,11 +105,6 @@ def scan_snippet(code: str, functions: frozenset[str] = frozenset()) -> SnippetS
     return SnippetScan(tuple(bindings.names), tuple(dict.fromkeys(unawaited)))
 
 
-def bound_names(code: str) -> list[str]:
-    """Module-level names the snippet binds, in order of first appearance, without duplicates."""
-    return list(scan_snippet(code).bound)
-
-
 def note_candidates(names: list[str]) -> list[str]:
     return [name for name in names if not name.startswith(INTERNAL_PREFIX)]
 

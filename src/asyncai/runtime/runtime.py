@@ -157,10 +157,6 @@ class Runtime:
         thread = self._threads.get(thread_id)
         return thread is not None and thread.worker is not None
 
-    @property
-    def runs_started(self) -> int:
-        return self._runs
-
     async def wait_idle(self) -> None:
         """Wait until no thread has a run in flight or a message waiting."""
         await self._idle.wait()

@@ -34,9 +34,6 @@ class KcpTarget:
     server: str
     running: bool
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "kubeconfig": self.kubeconfig, "server": self.server, "running": self.running}
-
 
 @dataclass(frozen=True)
 class KubeconfigFacts:

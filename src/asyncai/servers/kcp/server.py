@@ -8,7 +8,6 @@ structured content (compact JSON text); ``get_logs`` and ``delete_object`` retur
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +17,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
+from ...log import dumps_compact
 from . import kubectl as k
 from .descriptions import DESCRIPTIONS
 from .discovery import kubeconfig_paths
@@ -58,8 +58,8 @@ JsonDoc = Annotated[CallToolResult, dict[str, Any]]
 
 
 def _json_result(data: Any) -> CallToolResult:
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+    text = TextContent(type="text", text=dumps_compact(data))
+    return CallToolResult(content=[text], structured_content=data)
 
 
 def build_server(service: KcpService, read_write: bool) -> MCPServer:
