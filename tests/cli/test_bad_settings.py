@@ -112,3 +112,11 @@ def test_http_headers_that_are_not_an_object(tmp_path: Path) -> None:
     entry = {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": ["Authorization: x"]}
     config.write_text(json.dumps({"mcpServers": {"web": entry}}))
     assert_one_line_usage_error(asyncai("tools", "--mcp-config", str(config)), '"headers" must be an object')
+
+
+def test_non_utf8_or_invalid_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_bytes(b'model = "\xff"\n')
+    assert_one_line_usage_error(asyncai("--config", str(config), "-p", "x"), "config file", "not UTF-8")
+    config.write_text("model = \n")
+    assert_one_line_usage_error(asyncai("--config", str(config), "-p", "x"), "config file", "Invalid value")

@@ -160,8 +160,8 @@ def _read_config(path: Path, explicit: bool) -> dict[str, Any]:
             raise UsageError(f"config file {path} does not exist")
         return {}
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(read_text_file(str(path), "config file"))
+    except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"cannot read config file {path}: {exc}") from None
     return {key.replace("-", "_"): value for key, value in data.items()}
 
