@@ -4,6 +4,8 @@
 VENV ?= .venv
 PYTHON ?= python3
 STAMP := $(VENV)/.installed
+# Third-party MCP servers from the npm registry that the tests run against (pinned in package-lock.json).
+NPM_SERVERS := tests/third_party/node_modules/.installed
 
 .PHONY: demo test lint bench clean
 
@@ -13,6 +15,10 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/pip install -q -e ".[dev]"
 	touch $(STAMP)
 
+$(NPM_SERVERS): tests/third_party/package.json tests/third_party/package-lock.json
+	cd tests/third_party && npm ci --no-audit --no-fund --loglevel=error
+	touch $(NPM_SERVERS)
+
 demo: $(STAMP)
 	$(VENV)/bin/python -m tests.kcp.demo
 
@@ -21,11 +27,11 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy
 
-test: lint
+test: lint $(NPM_SERVERS)
 	$(VENV)/bin/pytest -q
 
 bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/bench_code_mode.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache tests/third_party/node_modules

@@ -10,13 +10,21 @@ from .specs import (
     specs_from_config,
     stdio_spec,
 )
-from .types import DuplicateTool, ToolCallOutput, ToolDefinition, ToolExecutor, ToolRoute
+from .types import (
+    DuplicateTool,
+    ResourceError,
+    ToolCallOutput,
+    ToolDefinition,
+    ToolExecutor,
+    ToolRoute,
+)
 
 __all__ = [
     "ConfigError",
     "DuplicateTool",
     "HttpServerSpec",
     "McpToolExecutor",
+    "ResourceError",
     "ServerSpec",
     "ServerStartError",
     "StdioServerSpec",

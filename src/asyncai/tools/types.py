@@ -18,6 +18,8 @@ class ToolDefinition:
     output_schema: dict[str, Any] | None = None
     read_only: bool = False
     destructive: bool = False
+    task_required: bool = False
+    """The server only runs this tool as an MCP task (``execution.taskSupport: "required"``)."""
 
     @property
     def mutating(self) -> bool:
@@ -42,6 +44,10 @@ class ToolCallOutput:
     @classmethod
     def error(cls, message: str) -> ToolCallOutput:
         return cls(content=message, is_error=True)
+
+
+class ResourceError(Exception):
+    """A resource that cannot be listed or read; the message is one line for the snippet."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,24 @@ class ToolExecutor(abc.ABC):
     def context_note(self) -> str | None:
         """A note for the newest user message of the next run (ADR A11)."""
         return None
+
+    def resource_servers(self) -> list[str]:
+        """Names of the servers that offer MCP resources (the ``resources`` capability)."""
+        return []
+
+    async def list_resources(self, server: str | None = None) -> list[dict[str, Any]]:
+        """Every resource of every server (or of ``server``), each a dict with ``uri``, ``name``,
+        ``server`` and, when the server gave them, ``title``, ``description``, ``mime_type``, ``size``.
+        ``ResourceError`` for an unknown server or a failed listing."""
+        if server is not None:
+            raise ResourceError(f"unknown server {server!r}: no MCP server offers resources")
+        return []
+
+    async def read_resource(self, uri: str) -> list[dict[str, Any]]:
+        """The contents of one resource, routed to the server that listed it: one dict per part,
+        ``{"uri", "mime_type", "text"}`` or ``{"uri", "mime_type", "data"}`` (base64).
+        ``ResourceError`` when no server has it or the read fails."""
+        raise ResourceError(f"cannot read {uri}: no MCP server offers resources")
 
     def hold(self) -> contextlib.AbstractContextManager[None]:
         """Marks a scope in use for a whole run, so its owner does not evict it mid-run."""
