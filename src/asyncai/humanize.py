@@ -1,0 +1,14 @@
+"""Numbers and durations as people read them in messages: ``30,000`` and ``3.0 s``."""
+
+from __future__ import annotations
+
+
+def count(number: int) -> str:
+    """``30000`` -> ``"30,000"``."""
+    return f"{number:,}"
+
+
+def seconds(duration: float) -> str:
+    """``3`` -> ``"3.0 s"``, ``0.25`` -> ``"0.25 s"``, ``120`` -> ``"120.0 s"``."""
+    text = f"{duration:.2f}".rstrip("0")
+    return f"{text}0 s" if text.endswith(".") else f"{text} s"
