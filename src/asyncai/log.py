@@ -13,9 +13,13 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from .humanize import count
+
 LOGGER_NAME = "asyncai"
 _FIELDS_ATTR = "asyncai_fields"
 TEXT_PREVIEW_CHARS = 2_000
+AUDIT_PREVIEW_CHARS = 200
+"""The always-on audit lines (mutating calls) show arguments up to this size."""
 
 logger = logging.getLogger(LOGGER_NAME)
 
@@ -36,7 +40,7 @@ def preview(value: str, limit: int = TEXT_PREVIEW_CHARS) -> str:
     """``value`` cut to ``limit`` characters, saying how much was cut."""
     if len(value) <= limit:
         return value
-    return f"{value[:limit]}... [{len(value) - limit} more chars]"
+    return f"{value[:limit]}... [{count(len(value) - limit)} more chars]"
 
 
 def decoded_or_preview(text: str, limit: int = TEXT_PREVIEW_CHARS) -> Any:
@@ -47,6 +51,12 @@ def decoded_or_preview(text: str, limit: int = TEXT_PREVIEW_CHARS) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):  # not JSON, or nested too deeply to decode
         return preview(text, limit)
+
+
+def json_preview(value: Any, limit: int) -> Any:
+    """``value`` itself when its compact JSON fits ``limit`` characters, else a preview of that JSON."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return value if len(text) <= limit else preview(text, limit)
 
 
 def _finite(value: Any) -> Any:

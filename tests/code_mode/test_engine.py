@@ -166,7 +166,7 @@ async def test_killed_worker_gives_an_error_that_says_state_was_reset(
 
 async def test_hung_tool_hits_the_per_call_timeout(code_mode: CodeModeToolExecutor) -> None:
     output = await run(code_mode, "try:\n    await hang()\nexcept RuntimeError as e:\n    r = str(e)\nr")
-    assert (output.content, output.is_error) == ("tool hang timed out after 1s", False)
+    assert (output.content, output.is_error) == ("tool hang timed out after 1.0 s", False)
 
 
 async def test_state_persists_in_a_scope_restart_clears_it_and_new_scopes_start_empty(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from collections.abc import AsyncIterator
@@ -9,6 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor, SandboxConfig
+from asyncai.log import configure_logging
 from asyncai.tools import McpToolExecutor, stdio_spec
 from tests.fakes.monty_relay import running_relay
 from tests.fakes.servers import server_command
@@ -45,7 +47,7 @@ async def test_large_mcp_results_are_filtered_in_the_sandbox(mcp: McpToolExecuto
     assert not output.is_error, output.content
     assert int(output.content) == len(range(0, size // 100, 1000))
     nested = (output.audit or {})["nested_calls"][0]
-    assert nested["bytes"] > size
+    assert nested["bytes"] > 0.95 * size
 
 
 async def test_mcp_errors_timeouts_and_unknown_names(mcp: McpToolExecutor) -> None:
@@ -58,7 +60,7 @@ async def test_mcp_errors_timeouts_and_unknown_names(mcp: McpToolExecutor) -> No
         after = await code_mode.call_tool("run_code", {"code": "(await echo(text='ok'))"})
         unknown = await code_mode.call_tool("run_code", {"code": "await list_everything()"})
     assert "nope" in caught.content and not caught.is_error
-    assert timed_out.is_error and "RuntimeError: tool sleep timed out after 1s" in timed_out.content
+    assert timed_out.is_error and "RuntimeError: tool sleep timed out after 1.0 s" in timed_out.content
     assert (after.content, after.is_error) == ("ok", False)
     assert unknown.is_error and "NameError" in unknown.content
 
@@ -75,3 +77,39 @@ async def test_remote_sandbox_over_websocket_relay(mcp: McpToolExecutor) -> None
     assert (first.content, second.content) == ("real", "real!")
     assert heap.is_error and "MemoryError" in heap.content
     assert json.loads(alive.content) == [1, 2]
+
+
+async def test_an_sdk_wrapped_string_stays_a_string(mcp: McpToolExecutor) -> None:
+    async with CodeModeToolExecutor(mcp, LIMITS) as code_mode:
+        description = code_mode.tools()[0].description
+        output = await code_mode.call_tool(
+            "run_code", {"code": "r = await echo(text='123')\n[r, type(r).__name__]"}
+        )
+    assert "async def echo(*, text: str) -> str:" in description, "the stub shows the unwrapped type"
+    assert json.loads(output.content) == ["123", "str"], "not the int 123, not {'result': '123'}"
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+async def test_a_large_mutating_argument_gives_short_audit_lines(mcp: McpToolExecutor, verbose: bool) -> None:
+    stream = io.StringIO()
+    configure_logging(verbose=verbose, stream=stream)
+    try:
+        async with CodeModeToolExecutor(mcp, LIMITS) as code_mode:
+            output = await code_mode.call_tool(
+                "run_code", {"code": "r = await write_note(text='x' * 200_000)\nlen(r['stored'])"}
+            )
+    finally:
+        configure_logging(verbose=False)
+    assert output.content == "200000"
+    audit = [json.loads(line) for line in stream.getvalue().splitlines() if '"mutating": true' in line]
+    assert [(line["event"], line["level"]) for line in audit] == [
+        ("mcp.tool_call", "warn"),
+        ("mcp.tool_result", "warn"),
+    ]
+    call, result = audit
+    assert call["tool"] == result["tool"] == "write_note"
+    assert result["bytes"] > 200_000 and result["is_error"] is False
+    limit = 2_500 if verbose else 400
+    assert all(len(json.dumps(line)) < limit for line in audit), [len(json.dumps(x)) for x in audit]
+    assert "x" * 100 in json.dumps(call["arguments"]), "a preview of the arguments"
+    assert ("content" in result) is verbose, "the result is logged only with --verbose"

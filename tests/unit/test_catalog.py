@@ -19,7 +19,7 @@ from asyncai.code_mode.catalog import (
 )
 from asyncai.tools.types import ToolDefinition
 
-NO_SCHEMA_LINE = "Returns: Any (no output schema: inspect a small sample before relying on its shape)"
+NO_SCHEMA_RULE = "A function marked -> Any has no output schema: inspect a small sample"
 
 
 def _tool(
@@ -248,28 +248,35 @@ def test_stub_return_annotation_follows_output_schema() -> None:
     assert "    Returns: [str]" in stub
 
 
-def test_stub_without_output_schema_says_inspect_a_sample() -> None:
+def test_inspect_a_sample_is_said_once_in_the_rules_not_on_every_stub() -> None:
     stub = render_stub("f", _tool(output=None))
     assert stub.splitlines()[0].endswith("-> Any:")
-    assert f"    {NO_SCHEMA_LINE}" in stub.splitlines()
+    assert "Returns:" not in stub and "sample" not in stub
+    tools = [_tool("a", output=None), _tool("b", output=None)]
+    assert run_code_description(tools).count("inspect a small sample") == 1
+    assert NO_SCHEMA_RULE in run_code_description(tools)
 
 
-def test_stub_arg_descriptions_are_one_line_and_truncated() -> None:
-    long = "word " * 60
+def test_stub_arg_descriptions_are_one_line_and_cut_between_sentences() -> None:
+    first = "The path of the file to read, relative to one of the allowed directories of the server."
+    second = "Symbolic links are followed and must stay inside those directories as well, or it fails."
+    third = "A third sentence that no longer fits."
+    endless = "word " * 120
     tool = _tool(
         properties={
             "a": {"type": "string", "description": "first\n   line"},
             "b": {"type": "integer", "default": 5},
-            "c": {"type": "string", "description": long},
+            "c": {"type": "string", "description": f"{first} {second} {third}"},
             "d": {"type": "string"},
+            "e": {"type": "string", "description": endless},
         }
     )
     lines = render_stub("f", tool).splitlines()
     assert "        a: first line" in lines
     assert "        b: default: 5" in lines
-    c_line = next(line for line in lines if line.startswith("        c: "))
-    assert c_line.endswith("...")
-    assert len(c_line.strip()) <= len("c: ") + 120
+    assert f"        c: {first}" in lines, "whole sentences, never a cut inside one"
+    e_line = next(line for line in lines if line.startswith("        e: "))
+    assert e_line.endswith("word...") and len(e_line.strip()) <= len("e: ") + 400
     assert not any(line.startswith("        d:") for line in lines)
 
 
@@ -376,7 +383,7 @@ def test_description_has_rules_contract_and_catalog_in_order() -> None:
     text = run_code_description(_kcp_tools())
     rules, catalog = text.split("Functions:\n", 1)
     assert catalog.strip() == render_catalog(_kcp_tools())
-    assert 1_500 <= len(rules) <= 2_500
+    assert 1_500 <= len(rules) <= 3_000
     for needle in (
         "ONE complete program",
         "keyword arguments only",
@@ -401,7 +408,10 @@ def test_description_has_rules_contract_and_catalog_in_order() -> None:
         "compact JSON",
         "(no output; the last expression was None)",
         "print()",
-        "20000 characters",
+        "20,000 characters",
+        "structured result",
+        '"type": "image"',
+        NO_SCHEMA_RULE,
     ):
         assert needle in rules, needle
     assert rules.index("How to work:") < rules.index("Result:")

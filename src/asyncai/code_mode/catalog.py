@@ -14,6 +14,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from asyncai.code_mode.contract import MAX_RESULT_CHARS, NO_OUTPUT_TEXT
+from asyncai.code_mode.crossing import unwrapped_output_schema
+from asyncai.code_mode.resources import RESOURCE_FUNCTIONS
+from asyncai.humanize import count
 from asyncai.tools.types import ToolDefinition
 
 __all__ = [
@@ -52,14 +55,16 @@ _BUILTIN_NAMES: Final = frozenset(
     range repr reversed round set setattr slice sorted staticmethod str sum super tuple type vars zip
     """.split()  # noqa: SIM905 (one readable block)
 )
-_RESERVED_TOOL_NAMES: Final = frozenset(HELPER_NAMES) | frozenset(PREIMPORTED) | _BUILTIN_NAMES
+_RESERVED_TOOL_NAMES: Final = (
+    frozenset(HELPER_NAMES) | frozenset(PREIMPORTED) | frozenset(RESOURCE_FUNCTIONS) | _BUILTIN_NAMES
+)
 
 _MAX_SKETCH_DEPTH: Final = 4
 _MAX_SKETCH_PROPERTIES: Final = 12
-_MAX_ARG_DESCRIPTION: Final = 120
-_NO_SCHEMA_RETURNS: Final = (
-    "Returns: Any (no output schema: inspect a small sample before relying on its shape)"
-)
+_ARG_DESCRIPTION_SOFT_LIMIT: Final = 160
+"""Whole sentences are kept while they fit; the first sentence is always kept whole..."""
+_ARG_DESCRIPTION_HARD_LIMIT: Final = 400
+"""...unless it is longer than this, when it is cut at a word."""
 
 _SCALAR_TYPES: Final = {
     "string": "str",
@@ -314,9 +319,26 @@ def shape_sketch(schema: Any, depth: int = 0) -> str:
 # Stubs
 
 
-def _one_line(text: str, limit: int) -> str:
+_SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+")
+
+
+def _sentences_within(text: str, soft_limit: int, hard_limit: int) -> str:
+    """``text`` on one line, cut after the last whole sentence that fits ``soft_limit``.
+
+    The first sentence is kept whole up to ``hard_limit`` characters, then cut at a word with ``...``.
+    """
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
+    if len(flat) <= soft_limit:
+        return flat
+    sentences = _SENTENCE_END.split(flat)
+    kept = sentences[0]
+    for sentence in sentences[1:]:
+        if len(kept) + 1 + len(sentence) > soft_limit:
+            break
+        kept = f"{kept} {sentence}"
+    if len(kept) <= hard_limit:
+        return kept
+    return kept[: hard_limit - 3].rsplit(" ", 1)[0].rstrip(" ,;:") + "..."
 
 
 def _docstring(lines: list[str]) -> str:
@@ -347,7 +369,9 @@ def _arg_line(py_name: str, schema: Any) -> str | None:
         text = f"{text} (default: {default})" if text else f"default: {default}"
     if not text:
         return None
-    return f"    {py_name}: {_one_line(text, _MAX_ARG_DESCRIPTION)}"
+    return (
+        f"    {py_name}: {_sentences_within(text, _ARG_DESCRIPTION_SOFT_LIMIT, _ARG_DESCRIPTION_HARD_LIMIT)}"
+    )
 
 
 _LOCAL_REF_PREFIXES: Final = ("#/$defs/", "#/definitions/")
@@ -390,7 +414,7 @@ def render_stub(py_name: str, tool: ToolDefinition) -> str:
     """An ``async def`` stub with keyword-only parameters, a return annotation and a docstring."""
     py_params = parameter_names(tool)
     input_schema = inline_local_refs(tool.input_schema)
-    output_schema = inline_local_refs(tool.output_schema)
+    output_schema = inline_local_refs(unwrapped_output_schema(tool.output_schema))
     props = {name: (sub, req) for name, sub, req in _ordered_properties(input_schema)}
     params = [_parameter(py, *props[prop]) for py, prop in py_params.items()]
     signature = f"*, {', '.join(params)}" if params else ""
@@ -406,8 +430,6 @@ def render_stub(py_name: str, tool: ToolDefinition) -> str:
         doc.extend(arg_lines)
     if output_schema:
         doc.append(f"Returns: {shape_sketch(output_schema)}")
-    else:
-        doc.append(_NO_SCHEMA_RETURNS)
 
     return f"async def {py_name}({signature}) -> {returns}:\n{_docstring(doc)}"
 
@@ -420,7 +442,7 @@ def render_catalog(tools: Sequence[ToolDefinition]) -> str:
 # ---------------------------------------------------------------------------------------------
 # The run_code description
 
-_RULES: Final = f"""\
+_RULES: Final = """\
 Run Python in a sandbox (Monty, a subset of Python 3) that calls the async functions listed below; \
 each one runs a tool.
 
@@ -437,6 +459,11 @@ dict's only list); names(x) is the metadata.name (else name, else id) of each el
 dig(obj, *path, default=None) reads a nested value, path segments dotted or split: \
 dig(pod, "status.phase"), dig(i, "spec", "name"); count_by(xs, *path) is {{value: count}} of the value \
 at path; to_json(x, indent=None) is json.dumps with str() for unknown types.
+- A function's value is its tool's structured result when it has one (the shape in Returns:), \
+else its text parsed as JSON when it parses, else the text as a str. Images, audio and embedded \
+resources are dicts: {{"type": "image", "mime_type": ..., "data": "<base64>"}}; a result of several \
+parts is a list. A function marked -> Any has no output schema: inspect a small sample before \
+relying on its shape.
 - Variables persist across run_code calls in this conversation; restart: true clears them. Earlier \
 tool results are NOT in the chat history: keep large data in variables and reuse it instead of \
 fetching again.
@@ -447,15 +474,41 @@ are missing. Use dicts or dataclasses, plain functions, built-in exceptions, and
 
 Result:
 - The last expression is the result: a str is returned as-is, anything else as compact JSON. \
-If it is None or an assignment you get "{NO_OUTPUT_TEXT}".
+If it is None or an assignment you get "{no_output}".
 - print() output is returned too: {{"output": "<printed>", "result": <last expression>}}.
-- Results over {MAX_RESULT_CHARS} characters are rejected: filter, count or select fields in Python \
+- Results over {max_result} characters are rejected: filter, count or select fields in Python \
 and return only what answers the question.
 
 Functions:
 """
 
 
-def run_code_description(tools: Sequence[ToolDefinition]) -> str:
-    """The ``run_code`` tool description: sandbox rules, return contract, catalog (byte-stable)."""
-    return _RULES + "\n" + render_catalog(tools)
+def _resources_section(resource_servers: Sequence[str]) -> str:
+    stubs = "\n\n".join(render_stub(name, tool) for name, tool in RESOURCE_FUNCTIONS.items())
+    return f"# MCP resources, offered by: {', '.join(resource_servers)}\n\n{stubs}"
+
+
+def run_code_description(
+    tools: Sequence[ToolDefinition],
+    *,
+    resource_servers: Sequence[str] = (),
+    left_out: Sequence[str] = (),
+    max_result_chars: int = MAX_RESULT_CHARS,
+) -> str:
+    """The ``run_code`` tool description: sandbox rules, return contract, catalog (byte-stable).
+
+    ``resource_servers`` adds the resource functions; ``left_out`` names tools that exist but
+    cannot be called from a snippet (they need MCP task augmentation).
+    """
+    parts = [
+        _RULES.format(no_output=NO_OUTPUT_TEXT, max_result=count(max_result_chars)).rstrip("\n"),
+        render_catalog(tools),
+    ]
+    if resource_servers:
+        parts.append(_resources_section(resource_servers))
+    if left_out:
+        parts.append(
+            "# Not callable here (these tools need MCP task augmentation, which asyncai does not "
+            f"support): {', '.join(left_out)}"
+        )
+    return "\n\n".join(part for part in parts if part)

@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ..humanize import count
 from ..log import preview
 from .values import compact_json
 
@@ -58,10 +59,6 @@ class RunCodeText:
 
     text: str
     is_error: bool
-
-
-def _group_thousands(n: int) -> str:
-    return f"{n:,}".replace(",", " ")
 
 
 def find_unawaited(value: Any, *, limit: int = _SCAN_LIMIT) -> str | None:
@@ -123,7 +120,7 @@ def _too_large(text: str, max_chars: int) -> RunCodeText:
     shown = min(PREVIEW_CHARS, max(max_chars // 10, 0))
     return RunCodeText(
         text=(
-            f"error: result is {_group_thousands(len(text))} chars, over the {max_chars}-char limit for "
+            f"error: result is {count(len(text))} chars, over the {count(max_chars)}-char limit for "
             "what goes to the model. Assign the data to a variable and return a filtered subset "
             "(a count, a few names, selected fields). "
             f"Preview (first {shown} chars): {preview(text, shown)}"
@@ -252,7 +249,7 @@ def _clip_middle(text: str, limit: int) -> str:
     head = limit // 2
     tail = limit - head
     omitted = len(text) - head - tail
-    return f"{text[:head]}\n... [{omitted} chars omitted] ...\n{text[-tail:]}"
+    return f"{text[:head]}\n... [{count(omitted)} chars omitted] ...\n{text[-tail:]}"
 
 
 def hide_frames(traceback_text: str, filename: str) -> str:

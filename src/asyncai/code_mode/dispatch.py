@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from ..log import decoded_or_preview, log_event
+from ..humanize import count, seconds
+from ..log import AUDIT_PREVIEW_CHARS, TEXT_PREVIEW_CHARS, decoded_or_preview, json_preview, log_event, logger
 from ..tools.types import ToolDefinition, ToolExecutor
+from .crossing import Payload, tool_payload
 from .limits import CodeModeLimits
+from .resources import call_resource_function
 
 OS_DENIED = "os access disabled in asyncai code mode"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,8 @@ class CatalogEntry:
     tool: ToolDefinition
     parameters: Mapping[str, str]
     required: frozenset[str]
+    resource_function: bool = False
+    """``list_resources`` / ``read_resource``: answered by the executor, not a nested tool call."""
 
 
 @dataclass
@@ -83,39 +89,56 @@ class SnippetDispatcher:
         self.suspensions += 1
         if self.suspensions > self.limits.max_suspensions:
             self.exhausted = (
-                f"RuntimeError: suspension limit exceeded: more than {self.limits.max_suspensions} "
+                f"RuntimeError: suspension limit exceeded: more than {count(self.limits.max_suspensions)} "
                 "tool or OS calls in one run_code"
             )
             raise RuntimeError(self.exhausted.removeprefix("RuntimeError: "))
 
-    async def call(self, py_name: str, args: Any, kwargs: Mapping[str, Any]) -> str:
-        """The sandbox's ``_asyncai_tool``: returns the result text or raises into the sandbox."""
+    async def call(self, py_name: str, args: Any, kwargs: Mapping[str, Any]) -> tuple[str, str]:
+        """The sandbox's ``_asyncai_tool``: returns ``(mode, text)`` (``crossing.Payload``) or raises
+        into the sandbox."""
         self._count_suspension()
         entry = self.catalog.get(py_name)
         if entry is None:
             raise NameError(f"name '{py_name}' is not defined")
         arguments = validate_arguments(py_name, entry, args, kwargs)
+        if entry.resource_function:
+            found = await self._tracked(call_resource_function(self.inner, entry.tool, arguments))
+            return found.as_host_reply()
         if len(self.calls) >= self.limits.max_calls:
             raise RuntimeError(
-                f"nested tool call budget exceeded: at most {self.limits.max_calls} per run_code"
+                f"nested tool call budget exceeded: at most {count(self.limits.max_calls)} per run_code"
             )
         record = NestedCall(tool=entry.tool.name, arguments=arguments, mutating=entry.tool.mutating)
         self.calls.append(record)
         level = logging.WARNING if record.mutating else logging.INFO
         mutating = {"mutating": True} if record.mutating else {}
-        log_event("mcp.tool_call", level, via="code_mode", tool=record.tool, arguments=arguments, **mutating)
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
+        # Without --verbose only mutating calls are logged, always: short previews, never the result.
+        verbose = logger.isEnabledFor(logging.INFO)
+        limit = TEXT_PREVIEW_CHARS if verbose else AUDIT_PREVIEW_CHARS
+        log_event(
+            "mcp.tool_call",
+            level,
+            via="code_mode",
+            tool=record.tool,
+            arguments=json_preview(arguments, limit),
+            **mutating,
+        )
         content = ""
+        payload: Payload | None = None
         try:
-            output = await asyncio.wait_for(
-                self.inner.call_tool(record.tool, arguments), self.limits.tool_timeout
-            )
-            record.is_error, content = output.is_error, output.content
+            output = await self._tracked(self.inner.call_tool(record.tool, arguments))
+            record.is_error = output.is_error
+            if output.is_error:
+                content = output.content
+            else:
+                payload = tool_payload(output, entry.tool.output_schema)
+                content = payload.text
         except TimeoutError:
             record.is_error = True
-            raise RuntimeError(f"tool {record.tool} timed out after {self.limits.tool_timeout:g}s") from None
+            raise RuntimeError(
+                f"tool {record.tool} timed out after {seconds(self.limits.tool_timeout)}"
+            ) from None
         except asyncio.CancelledError:
             record.is_error, content = True, "cancelled"
             raise
@@ -123,10 +146,9 @@ class SnippetDispatcher:
             record.is_error = True
             raise RuntimeError(f"tool error: {type(exc).__name__}: {exc}") from None
         finally:
-            if task is not None:
-                self._tasks.discard(task)
             record.bytes = len(content.encode())
             # Every call gets its result line, so a mutating call is never logged half (A6).
+            shown = {"content": decoded_or_preview(content)} if verbose else {}
             log_event(
                 "mcp.tool_result",
                 level,
@@ -134,12 +156,23 @@ class SnippetDispatcher:
                 tool=record.tool,
                 is_error=record.is_error,
                 bytes=record.bytes,
-                content=decoded_or_preview(content),
+                **shown,
                 **mutating,
             )
-        if record.is_error:
+        if payload is None:
             raise RuntimeError(content)
-        return content
+        return payload.as_host_reply()
+
+    async def _tracked(self, call: Awaitable[T]) -> T:
+        """``call`` under the per-call timeout, cancellable by ``cancel_in_flight``."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            return await asyncio.wait_for(call, self.limits.tool_timeout)
+        finally:
+            if task is not None:
+                self._tasks.discard(task)
 
     def deny_os(self, **kwargs: Any) -> None:
         """The sandbox's ``os=`` handler for snippets: counted, then refused."""

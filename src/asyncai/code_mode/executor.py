@@ -8,34 +8,57 @@ from typing import Any
 
 from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
 from .catalog import RUN_CODE_INPUT_SCHEMA, parameter_names, run_code_description, sanitize_names
+from .contract import MAX_RESULT_CHARS
 from .dispatch import CatalogEntry
 from .limits import CodeModeLimits
 from .repl import RUN_CODE, ReplScope, ScopeSetup
+from .resources import RESOURCE_FUNCTIONS
 from .sandbox import Sandbox, SandboxConfig
 
 THREAD_SCOPES = 8  # A10: one REPL per conversation thread, least recently used evicted
 
 
+def callable_tools(tools: list[ToolDefinition]) -> list[ToolDefinition]:
+    """The tools a snippet can call: not those that only run as MCP tasks."""
+    return [tool for tool in tools if not tool.task_required]
+
+
+def _entry(tool: ToolDefinition, *, resource_function: bool = False) -> CatalogEntry:
+    required = {str(name) for name in tool.input_schema.get("required", [])}
+    parameters = parameter_names(tool)
+    return CatalogEntry(
+        tool=tool,
+        parameters=parameters,
+        required=frozenset(py for py, schema_name in parameters.items() if schema_name in required),
+        resource_function=resource_function,
+    )
+
+
 def build_catalog(tools: list[ToolDefinition]) -> dict[str, CatalogEntry]:
-    catalog: dict[str, CatalogEntry] = {}
-    for py_name, tool in sanitize_names(tools).items():
-        required = {str(name) for name in tool.input_schema.get("required", [])}
-        parameters = parameter_names(tool)
-        catalog[py_name] = CatalogEntry(
-            tool=tool,
-            parameters=parameters,
-            required=frozenset(py for py, schema_name in parameters.items() if schema_name in required),
-        )
+    """Python name -> entry for every callable tool and the resource functions."""
+    catalog = {py_name: _entry(tool) for py_name, tool in sanitize_names(callable_tools(tools)).items()}
+    for name, tool in RESOURCE_FUNCTIONS.items():
+        catalog[name] = _entry(tool, resource_function=True)
     return catalog
 
 
-def run_code_definition(tools: list[ToolDefinition]) -> ToolDefinition:
+def run_code_definition(
+    tools: list[ToolDefinition],
+    resource_servers: list[str] | None = None,
+    max_result_chars: int = MAX_RESULT_CHARS,
+) -> ToolDefinition:
+    usable = callable_tools(tools)
     return ToolDefinition(
         name=RUN_CODE,
-        description=run_code_description(tools),
+        description=run_code_description(
+            usable,
+            resource_servers=resource_servers or [],
+            left_out=[tool.name for tool in tools if tool.task_required],
+            max_result_chars=max_result_chars,
+        ),
         input_schema=RUN_CODE_INPUT_SCHEMA,
-        read_only=all(tool.read_only for tool in tools),
-        destructive=any(tool.destructive for tool in tools),
+        read_only=all(tool.read_only for tool in usable),
+        destructive=any(tool.destructive for tool in usable),
     )
 
 
@@ -60,7 +83,7 @@ class CodeModeToolExecutor(ToolExecutor):
         self.catalog = build_catalog(inner_tools)
         self.sandbox = Sandbox(sandbox or SandboxConfig(), self.limits)
         self._setup = ScopeSetup(
-            run_code=run_code_definition(inner_tools),
+            run_code=run_code_definition(inner_tools, inner.resource_servers(), self.limits.max_result_chars),
             catalog=self.catalog,
             inner=inner,
             sandbox=self.sandbox,

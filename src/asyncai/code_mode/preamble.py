@@ -1,10 +1,11 @@
 """Python fed into every new REPL scope: pre-imports, the helpers (A8, A11) and one sandbox-side
 wrapper per catalog tool.
 
-Tool results cross into the sandbox as JSON *text* and are parsed there: measured on this machine,
+Tool results cross into the sandbox as *text* and are parsed there: measured on this machine,
 an 11 MB result took 1.78 s to cross as a structured value but 0.35 s as text plus ``json.loads``
-inside the sandbox (see benchmarks/bench_code_mode.py). The wrappers make that invisible: the model
-calls ``await list_objects(...)`` and gets a ``dict``.
+inside the sandbox (see benchmarks/bench_code_mode.py). The host sends ``(mode, text)``
+(``crossing.Payload``); the wrappers make that invisible: the model calls ``await list_objects(...)``
+and gets a ``dict``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ import re
 import json as _asyncai_json
 
 
-def _asyncai_decode(payload):
+def _asyncai_decode(reply):
+    mode, payload = reply
+    if mode == "json":
+        return _asyncai_json.loads(payload)
     try:
         return _asyncai_json.loads(payload)
     except ValueError:

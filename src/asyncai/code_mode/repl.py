@@ -17,6 +17,7 @@ from .catalog import HELPER_NAMES
 from .contract import RunCodeText, SnippetOutcome, format_error, format_outcome, hide_frames
 from .dispatch import CatalogEntry, SnippetDispatcher, refuse_os
 from .preamble import HOST_CALL, INTERNAL_PREFIX, scope_preamble
+from .resources import RESOURCE_FUNCTIONS
 from .sandbox import Sandbox, release
 from .variables import BoundVariable, format_note, note_candidates, probe_source, scan_snippet
 
@@ -123,6 +124,8 @@ class ReplScope(ToolExecutor):
         for name in scan.bound:
             if name in HELPER_NAMES:
                 kind = "a built-in helper"
+            elif name in RESOURCE_FUNCTIONS:
+                kind = "a built-in function"
             elif name in self.setup.catalog:
                 kind = "a tool function"
             elif name.startswith(INTERNAL_PREFIX):

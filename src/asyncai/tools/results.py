@@ -5,50 +5,81 @@ from __future__ import annotations
 from typing import Any
 
 import mcp.types as mt
+from pydantic import BaseModel
 
 from ..log import dumps_compact
 from .types import ToolCallOutput, ToolDefinition
 
 
 def tool_definition(tool: mt.Tool) -> ToolDefinition:
+    """The MCP spec's defaults apply to missing hints: not read-only, and (when not read-only)
+    destructive."""
     annotations = tool.annotations
+    read_only = bool(annotations and annotations.read_only_hint)
+    destructive_hint = annotations.destructive_hint if annotations else None
     return ToolDefinition(
         name=tool.name,
         description=tool.description or "",
         input_schema=dict(tool.input_schema or {"type": "object"}),
         output_schema=dict(tool.output_schema) if tool.output_schema else None,
-        read_only=bool(annotations and annotations.read_only_hint),
-        destructive=bool(annotations and annotations.destructive_hint),
+        read_only=read_only,
+        destructive=not read_only and destructive_hint is not False,
+        task_required=bool(tool.execution and tool.execution.task_support == "required"),
     )
 
 
-def _content_text(block: Any) -> str:
+def resource_contents(contents: mt.TextResourceContents | mt.BlobResourceContents) -> dict[str, Any]:
+    """One part of a resource: ``{"uri", "mime_type", "text"}`` or ``{"uri", "mime_type", "data"}``."""
+    part: dict[str, Any] = {"uri": str(contents.uri), "mime_type": contents.mime_type}
+    if isinstance(contents, mt.TextResourceContents):
+        part["text"] = contents.text
+    else:
+        part["data"] = contents.blob
+    return part
+
+
+def _block_value(block: Any) -> str | dict[str, Any]:
+    """A content block as the sandbox sees it: text as ``str``, everything else as a dict."""
     if isinstance(block, mt.TextContent):
         return block.text
     if isinstance(block, mt.ImageContent | mt.AudioContent):
-        return f"[{block.type} content: {block.mime_type}, {len(block.data)} base64 chars]"
-    if isinstance(block, mt.ResourceLink):
-        return f"[resource link: {block.uri}]"
+        return {"type": block.type, "mime_type": block.mime_type, "data": block.data}
     if isinstance(block, mt.EmbeddedResource):
-        resource = block.resource
-        if isinstance(resource, mt.TextResourceContents):
-            return resource.text
-        return f"[embedded resource: {resource.uri}, {resource.mime_type or 'binary'}]"
-    return f"[{getattr(block, 'type', 'unknown')} content]"
+        return {"type": "resource", **resource_contents(block.resource)}
+    if isinstance(block, mt.ResourceLink):
+        link: dict[str, Any] = {"type": "resource_link", "uri": str(block.uri), "name": block.name}
+        for key in ("title", "description", "mime_type", "size"):
+            if (value := getattr(block, key, None)) is not None:
+                link[key] = value
+        return link
+    return block.model_dump(mode="json", exclude_none=True) if isinstance(block, BaseModel) else {}
+
+
+def _block_text(value: str | dict[str, Any]) -> str:
+    """A block as text for a model that reads tool results directly; binary data is summarised."""
+    if isinstance(value, str):
+        return value
+    if "text" in value:
+        return str(value["text"])
+    if "data" in value:
+        return f"[{value.get('type')} content: {value.get('mime_type')}, {len(value['data'])} base64 chars]"
+    return f"[{value.get('type')}: {value.get('uri', '')}]"
 
 
 def call_output(result: mt.CallToolResult) -> ToolCallOutput:
     """An MCP ``CallToolResult`` as a ``ToolCallOutput``; nothing is truncated.
 
-    The text is the concatenated text content; a result with only structured content gets that
-    structured content as compact JSON text.
+    ``content`` is the blocks' text joined by newlines; a result with only structured content gets
+    that structured content as compact JSON text.
     """
-    texts = [_content_text(block) for block in result.content]
+    blocks = [_block_value(block) for block in result.content]
     structured = result.structured_content
-    if texts:
-        content = "\n".join(texts)
+    if blocks:
+        content = "\n".join(_block_text(block) for block in blocks)
     elif structured is not None:
         content = dumps_compact(structured)
     else:
         content = ""
-    return ToolCallOutput(content=content, is_error=bool(result.is_error), structured=structured)
+    return ToolCallOutput(
+        content=content, is_error=bool(result.is_error), structured=structured, blocks=blocks
+    )

@@ -23,7 +23,8 @@ class ToolDefinition:
 
     @property
     def mutating(self) -> bool:
-        """A call may change the world: annotated destructive, or not read-only (ADR A6)."""
+        """A call may change the world: annotated destructive, or not read-only (ADR A6). A tool
+        without annotations is not read-only by the MCP spec's defaults, so it is mutating."""
         return self.destructive or not self.read_only
 
 
@@ -31,15 +32,19 @@ class ToolDefinition:
 class ToolCallOutput:
     """What one tool call produced.
 
-    ``content`` is the text the model (or the sandbox) gets; ``structured`` is the MCP
-    ``structuredContent`` when there was one; ``audit`` is metadata for session records that
-    the model never sees (code mode puts its nested calls there).
+    ``content`` is the text a model that sees tool results directly gets; ``structured`` is the
+    MCP ``structuredContent`` when there was one; ``blocks`` are the MCP content blocks, a text
+    block as its ``str`` and any other block as a dict (``{"type": "image", "mime_type", "data"}``,
+    ``{"type": "resource", "uri", "mime_type", "text" | "data"}``, ``{"type": "resource_link",
+    "uri", ...}``), or ``None`` when the executor has only ``content``; ``audit`` is metadata for
+    session records that the model never sees (code mode puts its nested calls there).
     """
 
     content: str
     is_error: bool = False
     structured: dict[str, Any] | None = None
     audit: dict[str, Any] | None = None
+    blocks: list[str | dict[str, Any]] | None = None
 
     @classmethod
     def error(cls, message: str) -> ToolCallOutput:
