@@ -20,7 +20,7 @@ async def test_wall_clock_limit_cancels_in_flight_calls_and_resets(fake: FakeExe
         await run(code_mode, "kept = 1")
         output = await run(code_mode, "await asyncio.gather(hang(), hang())")
         after = await run(code_mode, "kept")
-    assert output.is_error and "wall-clock limit of 1s" in output.content and "reset" in output.content
+    assert output.is_error and "wall-clock limit of 1.0 s" in output.content and "reset" in output.content
     assert len(fake.spans) == 2 and all(span.ended for span in fake.spans), (
         "in-flight calls were not cancelled"
     )

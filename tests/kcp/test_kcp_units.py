@@ -102,7 +102,7 @@ def test_resolve_kubectl_order(tmp_path):
 async def test_run_kubectl_timeout_kills_and_missing_binary():
     started = time.monotonic()
     result = await k.run_kubectl("/bin/sleep", ["30"], timeout=0.3)
-    assert result.timed_out and not result.ok and "timed out after 0.3s" in result.error_message()
+    assert result.timed_out and not result.ok and "timed out after 0.3 s" in result.error_message()
     assert time.monotonic() - started < 5
     missing = await k.run_kubectl("/nonexistent/kubectl", ["version"])
     assert missing.returncode == 127 and "cannot run kubectl" in missing.stderr

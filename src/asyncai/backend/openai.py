@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx2
 
+from ..humanize import seconds
 from ..log import decoded_or_preview, dumps_compact, log_event
 from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
 from . import wire
@@ -130,7 +131,7 @@ def _transport_failure(url: str, exc: httpx2.HTTPError, timeout: float) -> _Http
         )
     if isinstance(exc, httpx2.TimeoutException):
         return _HttpFailure(
-            f"the model server at {url} did not answer within {timeout:g}s",
+            f"the model server at {url} did not answer within {seconds(timeout)}",
             "is the model loaded? is the server overloaded? raise the request timeout",
             None,
             retryable=False,

@@ -11,6 +11,7 @@ from typing import Any
 
 import pydantic_monty as pm
 
+from ..humanize import seconds
 from ..log import log_event
 from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
 from .catalog import HELPER_NAMES
@@ -160,7 +161,7 @@ class ReplScope(ToolExecutor):
             dispatcher.cancel_in_flight()
             await self._reset(discard=True)
             return RunCodeText(
-                f"error: run_code exceeded its wall-clock limit of {self.limits.wall_timeout:g}s; "
+                f"error: run_code exceeded its wall-clock limit of {seconds(self.limits.wall_timeout)}; "
                 "in-flight tool calls were cancelled and the REPL state was reset (variables are gone).",
                 is_error=True,
             )
@@ -199,8 +200,9 @@ class ReplScope(ToolExecutor):
             await self._reset(discard=True)
             if exc.timed_out:
                 reason = (
-                    f"was killed: the snippet ran past its {self.limits.code_timeout:g}s execution limit "
-                    "inside one long operation (such as a huge integer power) that cannot be interrupted"
+                    f"was killed: the snippet ran past its {seconds(self.limits.code_timeout)} "
+                    "execution limit inside one long operation (such as a huge integer power) "
+                    "that cannot be interrupted"
                 )
             else:
                 reason = f"crashed ({exc})"

@@ -9,6 +9,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
+from ..humanize import seconds
+
 server = MCPServer("asyncai-mcp-simple", version="0.1.0")
 
 
@@ -32,7 +34,7 @@ async def http_get(
         async with httpx2.AsyncClient(timeout=limit, follow_redirects=True) as client:
             response = await client.get(url, headers=headers or {})
     except httpx2.TimeoutException:
-        raise ToolError(f"GET {url} timed out after {limit:g}s") from None
+        raise ToolError(f"GET {url} timed out after {seconds(limit)}") from None
     except httpx2.ConnectError as exc:
         raise ToolError(f"GET {url} failed to connect: {exc or 'connection refused'}") from None
     except (httpx2.UnsupportedProtocol, httpx2.InvalidURL) as exc:

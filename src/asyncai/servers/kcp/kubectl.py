@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...humanize import seconds
+
 DEFAULT_TIMEOUT = 60.0
 KUBECTL_ENV = "ASYNCAI_KUBECTL"
 PATCH_TYPES = ("strategic", "merge", "json")
@@ -81,7 +83,7 @@ async def run_kubectl(
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         await proc.wait()
-        message = f"kubectl timed out after {timeout:g}s: {' '.join(args)}"
+        message = f"kubectl timed out after {seconds(timeout)}: {' '.join(args)}"
         return KubectlResult(argv, -9, "", message, timed_out=True)
     except asyncio.CancelledError:
         with contextlib.suppress(ProcessLookupError):
