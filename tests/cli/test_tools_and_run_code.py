@@ -3,18 +3,111 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 
 from tests.cli.conftest import SIMPLE, asyncai
 from tests.fakes.servers import server_command
+from tests.third_party import npm_server
+from tests.tools.test_resources import resource_server
 
 
 def test_tools_prints_the_routed_table() -> None:
     result = asyncai("tools", "--mcp-stdio", SIMPLE)
     assert result.status == 0, result.stderr
-    header, row = result.stdout.splitlines()[:2]
-    assert header.split() == ["TOOL", "SERVER", "ACCESS", "OUTPUT", "SCHEMA"]
-    assert row.split() == ["http_get", "asyncai-mcp-simple", "read-only", "yes"]
+    header, row, summary = result.stdout.splitlines()
+    assert header.split() == ["TOOL", "PYTHON", "NAME", "SERVER", "ACCESS", "OUTPUT", "SCHEMA"]
+    assert row.split() == ["http_get", "http_get", "asyncai-mcp-simple", "read-only", "yes"]
+    assert summary == "server asyncai-mcp-simple: 1 tool, 0 resources, 0 prompts"
+
+
+def test_tools_shows_python_names_task_only_tools_and_what_each_server_offers() -> None:
+    result = asyncai("tools", "--mcp-stdio", "everything=" + npm_server("everything", "stdio"))
+    assert result.status == 0, result.stderr
+    rows = {
+        line.split()[0]: line.split()
+        for line in result.stdout.splitlines()[1:]
+        if not line.startswith("server ")
+    }
+    assert rows["get-env"][:3] == ["get-env", "get_env", "everything"]
+    assert rows["trigger-long-running-operation"][1] == "trigger_long_running_operation"
+    task_only = rows["simulate-research-query"]
+    assert task_only[1] == "-" and "(task-only: not callable from snippets)" in " ".join(task_only)
+    summary = result.stdout.splitlines()[-1]
+    assert summary.startswith("server everything: 13 tools, 7 resources, ") and summary.endswith(" prompts")
+
+
+def test_a_server_with_only_resources_and_prompts_is_configured() -> None:
+    result = asyncai("tools", "--mcp-stdio", "docs=" + resource_server("docs"))
+    assert result.status == 0, result.stderr
+    assert result.stdout == "server docs: 0 tools, 7 resources, 1 prompt\n"
+
+
+def test_tools_without_servers_says_how_to_configure_them() -> None:
+    result = asyncai("tools")
+    assert result.status == 0, result.stderr
+    assert result.stdout == "(no MCP servers: configure them with --mcp-stdio, --mcp-http or --mcp-config)\n"
+
+
+def _claude_config(tmp_path: Path, good: bool) -> Path:
+    servers: dict[str, object] = {
+        "broken": {
+            "command": "python3",
+            "args": ["-c", "import sys; print('no token', file=sys.stderr); sys.exit(3)"],
+        },
+        "off": {"command": "/nonexistent/never-started", "disabled": True},
+    }
+    if good:
+        servers["simple"] = {"command": SIMPLE}
+    config = tmp_path / "claude_desktop_config.json"
+    config.write_bytes(b"\xef\xbb\xbf" + json.dumps({"mcpServers": servers}, indent=2).encode())
+    return config
+
+
+def test_a_broken_server_is_a_warning_while_the_others_serve(tmp_path: Path) -> None:
+    result = asyncai("tools", "--mcp-config", str(_claude_config(tmp_path, good=True)))
+    assert result.status == 0, result.stderr
+    assert "http_get" in result.stdout and "server simple: 1 tool, 0 resources, 0 prompts" in result.stdout
+    assert "server broken: not started: cannot start MCP server 'broken'" in result.stdout
+    assert "never-started" not in result.stdout + result.stderr and "server off" not in result.stdout
+    [warning] = [line for line in result.log() if line["event"] == "mcp.server_start_failed"]
+    assert warning["level"] == "warn" and warning["server"] == "broken" and "no token" in warning["error"]
+
+
+def test_when_no_server_starts_the_exit_status_is_2(tmp_path: Path) -> None:
+    result = asyncai("tools", "--mcp-config", str(_claude_config(tmp_path, good=False)))
+    assert result.status == 2
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith(
+        "asyncai: cannot start MCP server 'broken'"
+    )
+
+
+def test_the_api_key_does_not_reach_servers(tmp_path: Path) -> None:
+    key = "sk-asyncai-cli-test-0123456789"
+    snippet = (
+        "env = await get_env()\n[k for k, v in env.items() if 'ASYNCAI_TEST' in k or v == " + repr(key) + "]"
+    )
+    command = "everything=" + npm_server("everything", "stdio")
+    env = {"OPENAI_API_KEY": key, "ASYNCAI_TEST_COPY": key, "ASYNCAI_TEST_PLAIN": "kept"}
+    result = asyncai("run-code", "--mcp-stdio", command, "-c", snippet, env=env)
+    assert (result.status, result.stdout) == (0, '["ASYNCAI_TEST_PLAIN"]\n'), result.stderr
+    config = tmp_path / "mcp.json"
+    argv = shlex.split(npm_server("everything", "stdio"))
+    entry = {"command": argv[0], "args": argv[1:], "env": {"OPENAI_API_KEY": "${OPENAI_API_KEY}"}}
+    config.write_text(json.dumps({"mcpServers": {"everything": entry}}))
+    named = asyncai(
+        "run-code", "--mcp-config", str(config), "-c", "(await get_env())['OPENAI_API_KEY']", env=env
+    )
+    assert (named.status, named.stdout) == (0, key + "\n"), named.stderr
+
+
+def test_name_equals_command_and_a_command_starting_with_env() -> None:
+    plain = shlex.join(["env", "ASYNCAI_TEST_FLAG=1", sys.executable, "-m", "asyncai.servers.simple"])
+    result = asyncai("tools", "--mcp-stdio", "web=" + SIMPLE, "--mcp-stdio", plain)
+    assert result.status == 0, result.stderr
+    assert "server web: 1 tool" in result.stdout
+    assert "duplicate: http_get from " in result.stdout, "the env-prefixed command started too"
 
 
 def test_tools_with_a_config_whose_names_collide(tmp_path: Path) -> None:
@@ -34,9 +127,9 @@ def test_tools_with_a_config_whose_names_collide(tmp_path: Path) -> None:
     result = asyncai("tools", "--mcp-config", str(config))
     assert result.status == 0, result.stderr
     rows = {
-        line.split()[0]: line.split()[1]
+        line.split()[0]: line.split()[2]
         for line in result.stdout.splitlines()[1:]
-        if not line.startswith("dup")
+        if not line.startswith(("dup", "server "))
     }
     assert rows["http_get"] == "simple" and rows["whoami"] == "first" and rows["write_note"] == "first"
     assert "duplicate: whoami from second ignored (served by first)" in result.stdout

@@ -46,7 +46,7 @@ async def memory(tmp_path: Path) -> AsyncIterator[CodeModeToolExecutor]:
 @pytest.fixture
 async def everything() -> AsyncIterator[CodeModeToolExecutor]:
     async with (
-        McpToolExecutor([stdio_spec(npm_server("everything", "stdio"))]) as mcp,
+        McpToolExecutor([stdio_spec(npm_server("everything", "stdio"), name="everything")]) as mcp,
         CodeModeToolExecutor(mcp) as code_mode,
     ):
         yield code_mode
@@ -176,3 +176,33 @@ async def test_git_tools_without_schemas_give_text(git_repo: Path) -> None:
     assert kind == "str" and "b.txt" in status
     assert "first commit" in str(log)
     assert "async def git_status(*, repo_path: str) -> Any:" in description
+
+
+async def test_everything_resources_from_a_snippet(everything: CodeModeToolExecutor) -> None:
+    description = everything.tools()[0].description
+    assert "# MCP resources, offered by: everything" in description
+    assert "async def read_resource(*, uri: str) -> dict[str, Any]:" in description
+    output = await _run(
+        everything,
+        "listed = await list_resources()\n"
+        "text = await read_resource(uri=[r for r in listed if r['name'] == 'features.md'][0]['uri'])\n"
+        "blob = await read_resource(uri='demo://resource/dynamic/blob/1')\n"
+        "mine = await list_resources(server='everything')\n"
+        "{'servers': sorted({r['server'] for r in listed}), 'same': len(mine) == len(listed),\n"
+        " 'text': text, 'blob_keys': sorted(blob), 'blob': blob['data']}",
+    )
+    value = json.loads(output.content)
+    assert value["servers"] == ["everything"] and value["same"]
+    assert value["text"]["mime_type"] == "text/markdown" and value["text"]["text"].startswith("#")
+    assert value["blob_keys"] == ["data", "mime_type", "uri"]
+    assert base64.b64decode(value["blob"]), "binary content arrives as base64"
+    assert output.audit == {"nested_calls": []}, "resource reads are not nested tool calls"
+    missing = await everything.call_tool(
+        "run_code",
+        {
+            "code": "try:\n    await read_resource(uri='demo://nope')\nexcept RuntimeError as e:\n    m = str(e)\nm"
+        },
+    )
+    assert not missing.is_error and "demo://nope" in missing.content
+    refused = await everything.call_tool("run_code", {"code": "read_resource = 1"})
+    assert refused.is_error and "cannot be rebound" in refused.content

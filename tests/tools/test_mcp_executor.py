@@ -86,7 +86,7 @@ async def test_timeout_is_an_error_result_and_the_session_stays_usable() -> None
         timed_out = await executor.call_tool("sleep", {"seconds": 5})
         after = await executor.call_tool("echo", {"text": "still here"})
     assert timed_out.is_error
-    assert timed_out.content == "tool sleep timed out after 0.5s"
+    assert timed_out.content == "tool sleep timed out after 0.5 s"
     assert not after.is_error and "still here" in after.content
 
 
@@ -196,10 +196,74 @@ async def test_connect_timeout_builds_the_start_error_once(monkeypatch: pytest.M
     with pytest.raises(ServerStartError) as info:
         async with McpToolExecutor([stdio_spec(command, name="hung")], connect_timeout=0.5):
             pass
-    assert "no answer to initialize within 0.5s" in str(info.value)
-    assert built == ["no answer to initialize within 0.5s"]
+    assert "no answer to initialize within 0.5 s" in str(info.value)
+    assert built == ["no answer to initialize within 0.5 s"]
 
 
 def test_logging_level_is_warning_without_verbose() -> None:
     configure_logging(verbose=False)
     assert logging.getLogger("asyncai").getEffectiveLevel() == logging.WARNING
+
+
+async def test_start_error_shows_the_last_lines_of_stderr() -> None:
+    # A server that dies at import prints its traceback frames first and the error last.
+    script = "import sys\nfor i in range(40): print(f'frame {i}', file=sys.stderr)\nprint('ImportError: no module named kube', file=sys.stderr)\nsys.exit(1)"
+    with pytest.raises(ServerStartError) as info:
+        async with McpToolExecutor([stdio_spec(shlex.join(["python3", "-c", script]), name="tb")]):
+            pass
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.endswith("frame 39 / ImportError: no module named kube")
+    assert "frame 0 " not in message and "frame 10 " not in message
+
+
+def _broken_config(tmp_path: Path, good: bool) -> Path:
+    servers: dict[str, object] = {
+        "broken": {
+            "command": "python3",
+            "args": ["-c", "import sys; print('no token', file=sys.stderr); sys.exit(3)"],
+        },
+        "off": {"command": "/nonexistent/never-started", "disabled": True},
+    }
+    if good:
+        servers["good"] = {"command": sys.executable, "args": [str(SERVER_SCRIPT), "--name", "good"]}
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    return config
+
+
+async def test_one_broken_server_is_a_warning_and_the_others_serve(
+    tmp_path: Path, captured_log: io.StringIO
+) -> None:
+    async with McpToolExecutor(specs_from_config(_broken_config(tmp_path, good=True))) as executor:
+        who = await executor.call_tool("whoami", {})
+        assert [c.name for c in executor.connections] == ["good"]
+        assert list(executor.failed) == ["broken"]
+    assert json.loads(who.content)["server"] == "good"
+    [warning] = [line for line in log_lines(captured_log) if line["event"] == "mcp.server_start_failed"]
+    assert warning["level"] == "warn" and warning["server"] == "broken"
+    assert str(warning["error"]).startswith("cannot start MCP server 'broken'") and "no token" in str(
+        warning["error"]
+    )
+    assert "never-started" not in captured_log.getvalue(), "a disabled server is never started"
+
+
+async def test_when_no_server_starts_it_is_a_start_error(tmp_path: Path, captured_log: io.StringIO) -> None:
+    specs = specs_from_config(_broken_config(tmp_path, good=False))
+    specs.append(stdio_spec("/nonexistent/asyncai-missing", name="missing"))
+    with pytest.raises(ServerStartError) as info:
+        async with McpToolExecutor(specs):
+            pass
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("no MCP server could start (2 failed, see the warnings); the first: ")
+    assert "cannot start MCP server 'broken'" in message
+    warned = {
+        line["server"] for line in log_lines(captured_log) if line["event"] == "mcp.server_start_failed"
+    }
+    assert warned == {"broken", "missing"}
+
+
+async def test_no_servers_configured_is_not_an_error() -> None:
+    async with McpToolExecutor([]) as executor:
+        assert executor.tools() == [] and await executor.summaries() == []

@@ -1,4 +1,5 @@
-"""``asyncai tools``: connect to the configured servers and print the routed tool table."""
+"""``asyncai tools``: connect to the configured servers and print the routed tool table, the name
+each tool has in snippets, and what every server offers (tools, resources, prompts)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,14 @@ import argparse
 import sys
 from typing import TextIO
 
-from ..tools import DuplicateTool, ToolRoute
+from ..code_mode.executor import build_catalog
+from ..humanize import count
+from ..tools import DuplicateTool, ServerSummary, ToolRoute
 from .settings import Settings, add_mcp_options
 from .wiring import mcp_executor
+
+TASK_ONLY_NOTE = "task-only: not callable from snippets"
+NO_SERVERS = "(no MCP servers: configure them with --mcp-stdio, --mcp-http or --mcp-config)"
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -17,14 +23,30 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def render_table(routes: list[ToolRoute], duplicates: list[DuplicateTool]) -> str:
-    rows = [("TOOL", "SERVER", "ACCESS", "OUTPUT SCHEMA")]
+    """One row per routed tool: its MCP name, its Python name in snippets, server, access, schema.
+
+    A tool that the server runs only as an MCP task has no Python name and is marked task-only.
+    """
+    catalog = build_catalog([route.tool for route in routes])  # the names snippets use, by the same rule
+    python_names = {id(entry.tool): name for name, entry in catalog.items()}
+    rows = [("TOOL", "PYTHON NAME", "SERVER", "ACCESS", "OUTPUT SCHEMA")]
     for route in routes:
         tool = route.tool
         access = "destructive" if tool.destructive else "read-only" if tool.read_only else "read-write"
-        rows.append((tool.name, route.server, access, "yes" if tool.output_schema else "no"))
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+        schema = "yes" if tool.output_schema else "no"
+        python = "-" if tool.task_required else python_names[id(tool)]
+        rows.append(
+            (
+                tool.name,
+                python,
+                route.server,
+                access,
+                f"{schema}  ({TASK_ONLY_NOTE})" if tool.task_required else schema,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)) + "  " + row[3]
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)) + "  " + row[4]
         for row in rows
     ]
     for duplicate in duplicates:
@@ -35,9 +57,30 @@ def render_table(routes: list[ToolRoute], duplicates: list[DuplicateTool]) -> st
     return "\n".join(line.rstrip() for line in lines)
 
 
+def _counted(number: int, noun: str) -> str:
+    return f"{count(number)} {noun}" + ("" if number == 1 else "s")
+
+
+def render_summary(summary: ServerSummary) -> str:
+    """``server everything: 13 tools, 7 resources, 4 prompts`` (or why the server is missing)."""
+    if not summary.started:
+        return f"server {summary.name}: not started: {summary.error}"
+    parts = [
+        _counted(summary.tools, "tool"),
+        _counted(summary.resources or 0, "resource"),
+        _counted(summary.prompts or 0, "prompt"),
+    ]
+    line = f"server {summary.name}: {', '.join(parts)}"
+    return f"{line} ({summary.error})" if summary.error else line
+
+
 async def run(settings: Settings, out: TextIO = sys.stdout) -> int:
     async with mcp_executor(settings) as executor:
-        print(render_table(list(executor.routes.values()), executor.duplicates), file=out)
-        if not executor.routes:
-            print("(no tools: configure servers with --mcp-stdio, --mcp-http or --mcp-config)", file=out)
+        summaries = await executor.summaries()
+        if executor.routes:
+            print(render_table(list(executor.routes.values()), executor.duplicates), file=out)
+        for summary in summaries:
+            print(render_summary(summary), file=out)
+        if not summaries:
+            print(NO_SERVERS, file=out)
     return 0

@@ -13,8 +13,13 @@ from .settings import Settings, code_limits, read_preamble, sandbox_config, serv
 @contextlib.asynccontextmanager
 async def mcp_executor(settings: Settings) -> AsyncIterator[McpToolExecutor]:
     limits = code_limits(settings)
+    # The model API key (from --api-key, OPENAI_API_KEY or the settings file) is asyncai's secret:
+    # no stdio server inherits a variable holding it unless its config env names it.
+    secrets = [settings.text("api_key")]
     # The code-mode per-call timeout fires first; the MCP one is a backstop for direct use.
-    async with McpToolExecutor(server_specs(settings), tool_timeout=limits.tool_timeout + 5.0) as executor:
+    async with McpToolExecutor(
+        server_specs(settings), tool_timeout=limits.tool_timeout + 5.0, secrets=secrets
+    ) as executor:
         yield executor
 
 

@@ -1,6 +1,7 @@
 """The tool layer: tool definitions, call outputs, and executors that talk to MCP servers."""
 
-from .mcp_client import McpToolExecutor, ServerStartError
+from .environment import server_environment
+from .mcp_client import McpToolExecutor, ServerStartError, ServerSummary
 from .specs import (
     ConfigError,
     HttpServerSpec,
@@ -27,12 +28,14 @@ __all__ = [
     "ResourceError",
     "ServerSpec",
     "ServerStartError",
+    "ServerSummary",
     "StdioServerSpec",
     "ToolCallOutput",
     "ToolDefinition",
     "ToolExecutor",
     "ToolRoute",
     "http_spec",
+    "server_environment",
     "specs_from_config",
     "stdio_spec",
 ]

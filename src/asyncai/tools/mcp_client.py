@@ -3,7 +3,11 @@
 Each server connection lives in its own asyncio task, which owns the transport's context
 managers (anyio cancel scopes must be entered and left in one task) and waits until the executor
 closes. Calls go straight to the shared ``ClientSession`` from any task, without a lock, so
-gathered calls run concurrently. A dead server fails its own calls only.
+gathered calls run concurrently. A dead server fails its own calls only, and a server that cannot
+start is a warning as long as another one started.
+
+Resources (``resources/list``, ``resources/read``) are routed like tools: a URI goes to the server
+that listed it.
 """
 
 from __future__ import annotations
@@ -14,26 +18,42 @@ import logging
 import os
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Iterable
-from typing import Any, TextIO
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TextIO, TypeVar
 
 import httpx2
 import mcp.types as mt
 from mcp import ClientSession, MCPError, StdioServerParameters
+from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from ..humanize import count, seconds
 from ..log import log_event
 from . import stdio_patch
+from .environment import server_environment
 from .results import call_output, tool_definition
-from .specs import HttpServerSpec, ServerSpec, StdioServerSpec, unique_names
-from .types import DuplicateTool, ToolCallOutput, ToolDefinition, ToolExecutor, ToolRoute
+from .specs import ServerSpec, StdioServerSpec, unique_names
+from .types import (
+    DuplicateTool,
+    ResourceError,
+    ToolCallOutput,
+    ToolDefinition,
+    ToolExecutor,
+    ToolRoute,
+)
 
 DEFAULT_TOOL_TIMEOUT = 120.0
 DEFAULT_CONNECT_TIMEOUT = 60.0
-_STDERR_HEAD_LINES = 5
+_STDERR_TAIL_LINES = 8
+_STDERR_LINE_CHARS = 300
+_SSE_READ_TIMEOUT = 24 * 3600.0  # an idle legacy SSE stream is normal; only the server ends it
+_RESOURCE_PROBE_TIMEOUT = 10.0
 
 stdio_patch.apply()
+
+_T = TypeVar("_T")
 
 
 class ServerStartError(Exception):
@@ -56,11 +76,15 @@ def _describe(exc: BaseException) -> str:
 
 
 class _StderrPump:
-    """Reads a child's stderr on a thread: every line goes to the log, the first few are kept."""
+    """Reads a child's stderr on a thread: every line goes to the log, the last few are kept.
+
+    The last lines, because a server that dies at start prints its imports and traceback frames
+    first and the actual error last.
+    """
 
     def __init__(self, server: str) -> None:
         self.server = server
-        self.head: deque[str] = deque(maxlen=_STDERR_HEAD_LINES)
+        self.tail: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
         read_fd, write_fd = os.pipe()
         self.writer: TextIO = os.fdopen(write_fd, "w")
         self._reader = os.fdopen(read_fd, "rb", buffering=0)
@@ -73,8 +97,10 @@ class _StderrPump:
                 line = raw.decode(errors="replace").rstrip()
                 if not line:
                     continue
-                if len(self.head) < _STDERR_HEAD_LINES:
-                    self.head.append(line)
+                kept = line.strip()
+                if len(kept) > _STDERR_LINE_CHARS:
+                    kept = kept[:_STDERR_LINE_CHARS] + "..."
+                self.tail.append(kept)
                 log_event("mcp.server_stderr", logging.INFO, server=self.server, line=line)
 
     def close_writer(self) -> None:
@@ -87,12 +113,17 @@ class _StderrPump:
 
 
 class McpConnection:
-    """One MCP server: its session, its tools, and whether it is still alive."""
+    """One MCP server: its session, its tools, its capabilities, and whether it is still alive."""
 
-    def __init__(self, spec: ServerSpec, tool_timeout: float) -> None:
+    def __init__(self, spec: ServerSpec, tool_timeout: float, secrets: tuple[str, ...] = ()) -> None:
         self.spec = spec
         self.tool_timeout = tool_timeout
+        self.secrets = secrets
         self.tools: list[ToolDefinition] = []
+        self.capabilities: mt.ServerCapabilities | None = None
+        self.initial_resources: list[dict[str, Any]] = []
+        """What ``resources/list`` gave at start."""
+        self.offers_resources = False
         self.dead_reason: str | None = None
         self._session: ClientSession | None = None
         self._ready: asyncio.Future[None] | None = None
@@ -104,6 +135,16 @@ class McpConnection:
     def name(self) -> str:
         return self.spec.name
 
+    @property
+    def has_resources(self) -> bool:
+        """Declares the ``resources`` capability and listed a resource or template at start (or its
+        listing failed). Many servers declare the capability with nothing behind it."""
+        return self.offers_resources
+
+    @property
+    def has_prompts(self) -> bool:
+        return self.capabilities is not None and self.capabilities.prompts is not None
+
     async def start(self, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
         self._ready = asyncio.get_running_loop().create_future()
         self._task = asyncio.create_task(self._serve(), name=f"mcp-{self.name}")
@@ -112,17 +153,18 @@ class McpConnection:
         except TimeoutError:
             await self.close()
             raise ServerStartError(
-                await self._start_error(f"no answer to initialize within {timeout:g}s")
+                await self._start_error(f"no answer to initialize within {seconds(timeout)}")
             ) from None
 
     async def _start_error(self, reason: str) -> str:
-        """The one-line start failure, with the head of the server's stderr once its pump has ended."""
+        """The one-line start failure, with the last lines of the server's stderr once its pump has ended."""
         kind = "command" if isinstance(self.spec, StdioServerSpec) else "url"
-        message = f"cannot start MCP server '{self.name}' ({kind}: {self.spec.display}): {reason}"
+        display = self.spec.display.replace("\r", "\\r").replace("\n", "\\n")  # the message is one line
+        message = f"cannot start MCP server '{self.name}' ({kind}: {display}): {reason}"
         if self._stderr is not None:
             await asyncio.to_thread(self._stderr.wait, 2.0)
-            if self._stderr.head:
-                message += " | stderr: " + " / ".join(self._stderr.head)
+            if self._stderr.tail:
+                message += " | stderr: " + " / ".join(self._stderr.tail)
         return message
 
     @contextlib.asynccontextmanager
@@ -130,15 +172,23 @@ class McpConnection:
         spec = self.spec
         if isinstance(spec, StdioServerSpec):
             self._stderr = _StderrPump(self.name)
-            # The SDK alone passes only HOME, PATH and a few more; a server sees the user's environment.
-            env = {**os.environ, **spec.env}
+            # The SDK alone passes only HOME, PATH and a few more; a server sees the user's
+            # environment, minus asyncai's own secrets unless the server's config names them.
+            env = server_environment(os.environ, spec.env, self.secrets)
             params = StdioServerParameters(command=spec.command, args=list(spec.args), env=env)
             async with stdio_client(params, errlog=self._stderr.writer) as (read, write):
                 self._stderr.close_writer()
                 async with ClientSession(read, write) as session:
                     yield session
+        elif spec.transport == "sse":
+            async with (
+                sse_client(
+                    spec.url, headers=spec.headers, timeout=30.0, sse_read_timeout=_SSE_READ_TIMEOUT
+                ) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                yield session
         else:
-            assert isinstance(spec, HttpServerSpec)
             timeout = httpx2.Timeout(30.0, read=max(self.tool_timeout + 30.0, 300.0))
             async with (
                 httpx2.AsyncClient(headers=spec.headers, timeout=timeout) as http,
@@ -152,8 +202,10 @@ class McpConnection:
         assert self._ready is not None
         try:
             async with self._open_session() as session:
-                await session.initialize()
-                self.tools = await self._list_tools(session)
+                initialized = await session.initialize()
+                self.capabilities = initialized.capabilities
+                self.tools = await self._list_tools(session) if self._has_tools() else []
+                await self._probe_resources(session)
                 self._session = session
                 self._ready.set_result(None)
                 await self._closing.wait()
@@ -171,6 +223,13 @@ class McpConnection:
             if self._stderr is not None:
                 self._stderr.close_writer()
 
+    def _has_tools(self) -> bool:
+        # A server that declares no capabilities at all gets asked anyway (lenient peers).
+        capabilities = self.capabilities
+        if capabilities is None or capabilities.tools is not None:
+            return True
+        return capabilities.resources is None and capabilities.prompts is None
+
     @staticmethod
     async def _list_tools(session: ClientSession) -> list[ToolDefinition]:
         tools: list[ToolDefinition] = []
@@ -184,29 +243,101 @@ class McpConnection:
             if not cursor:
                 return tools
 
+    async def _probe_resources(self, session: ClientSession) -> None:
+        if self.capabilities is None or self.capabilities.resources is None:
+            return
+        try:
+            async with asyncio.timeout(_RESOURCE_PROBE_TIMEOUT):
+                listed = await _every_resource(session)
+                templates = [] if listed else (await session.list_resource_templates()).resource_templates
+        except Exception as exc:  # the server claims resources: let reads and listings report the failure
+            log_event("mcp.resource_probe_failed", logging.INFO, server=self.name, error=_describe(exc))
+            self.offers_resources = True
+            return
+        self.initial_resources = [_resource_entry(resource, self.name) for resource in listed]
+        self.offers_resources = bool(listed or templates)
+
     def _mark_dead(self, reason: str) -> None:
         if self.dead_reason is None:
             self.dead_reason = reason
             log_event("mcp.server_died", logging.ERROR, server=self.name, reason=reason)
 
+    def _not_running(self) -> str | None:
+        if self._session is None or self.dead_reason is not None:
+            return f"MCP server '{self.name}' is not running ({self.dead_reason})"
+        return None
+
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput:
         limit = self.tool_timeout
         session = self._session
         if session is None or self.dead_reason is not None:
-            return ToolCallOutput.error(
-                f"tool error: MCP server '{self.name}' is not running ({self.dead_reason})"
-            )
+            return ToolCallOutput.error(f"tool error: {self._not_running()}")
         try:
             result = await session.call_tool(name, arguments, read_timeout_seconds=limit)
         except MCPError as exc:
             if exc.code == mt.REQUEST_TIMEOUT:
-                return ToolCallOutput.error(f"tool {name} timed out after {limit:g}s")
+                return ToolCallOutput.error(f"tool {name} timed out after {seconds(limit)}")
             if exc.code == mt.CONNECTION_CLOSED:
                 self._mark_dead(exc.message)
             return ToolCallOutput.error(f"tool error: {name} on server '{self.name}': {exc.message}")
         except Exception as exc:  # transport or output-schema validation failures
             return ToolCallOutput.error(f"tool error: {name} on server '{self.name}': {_describe(exc)}")
         return call_output(result)
+
+    async def _request(self, what: str, request: Callable[[ClientSession], Awaitable[_T]]) -> _T:
+        """Run ``request(session)`` within the tool timeout; every failure is a one-line ResourceError."""
+        session = self._session
+        if session is None or self.dead_reason is not None:
+            raise ResourceError(f"cannot {what}: {self._not_running()}")
+        try:
+            async with asyncio.timeout(self.tool_timeout):
+                return await request(session)
+        except TimeoutError:
+            raise ResourceError(
+                f"cannot {what}: server '{self.name}' gave no answer within {seconds(self.tool_timeout)}"
+            ) from None
+        except MCPError as exc:
+            if exc.code == mt.CONNECTION_CLOSED:
+                self._mark_dead(exc.message)
+            raise ResourceError(f"cannot {what}: server '{self.name}': {_first_line(exc.message)}") from None
+        except Exception as exc:  # transport failures and malformed answers
+            raise ResourceError(f"cannot {what}: server '{self.name}': {_describe(exc)}") from None
+
+    async def list_resources(self) -> list[dict[str, Any]]:
+        """Every resource of this server (all pages of ``resources/list``) as documented dicts."""
+        listed = await self._request("list resources", _every_resource)
+        return [_resource_entry(resource, self.name) for resource in listed]
+
+    async def read_resource(self, uri: str) -> list[dict[str, Any]]:
+        async def read(session: ClientSession) -> mt.ReadResourceResult:
+            return await session.read_resource(uri)
+
+        result = await self._request(f"read {uri}", read)
+        contents = [_resource_contents(part) for part in result.contents]
+        log_event(
+            "mcp.resource_read",
+            logging.INFO,
+            server=self.name,
+            uri=uri,
+            parts=len(contents),
+            chars=sum(len(part.get("text") or part.get("data") or "") for part in contents),
+        )
+        return contents
+
+    async def count_prompts(self) -> int:
+        async def every_page(session: ClientSession) -> int:
+            total = 0
+            cursor: str | None = None
+            while True:
+                page = await session.list_prompts(
+                    params=mt.PaginatedRequestParams(cursor=cursor) if cursor else None
+                )
+                total += len(page.prompts)
+                cursor = page.next_cursor
+                if not cursor:
+                    return total
+
+        return await self._request("list prompts", every_page)
 
     async def close(self) -> None:
         self._closing.set()
@@ -217,10 +348,62 @@ class McpConnection:
                 await self._task
 
 
+async def _every_resource(session: ClientSession) -> list[mt.Resource]:
+    found: list[mt.Resource] = []
+    cursor: str | None = None
+    while True:
+        page = await session.list_resources(
+            params=mt.PaginatedRequestParams(cursor=cursor) if cursor else None
+        )
+        found.extend(page.resources)
+        cursor = page.next_cursor
+        if not cursor:
+            return found
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0] if lines else "(no message)"
+
+
+def _resource_entry(resource: mt.Resource, server: str) -> dict[str, Any]:
+    """``{"uri", "name", "server"}`` plus ``title``, ``description``, ``mime_type``, ``size`` when given."""
+    entry: dict[str, Any] = {"uri": str(resource.uri), "name": resource.name, "server": server}
+    optional = {
+        "title": resource.title,
+        "description": resource.description,
+        "mime_type": resource.mime_type,
+        "size": resource.size,
+    }
+    entry.update({key: value for key, value in optional.items() if value is not None})
+    return entry
+
+
+def _resource_contents(part: mt.TextResourceContents | mt.BlobResourceContents) -> dict[str, Any]:
+    """``{"uri", "mime_type", "text"}`` or ``{"uri", "mime_type", "data"}`` (base64, as sent)."""
+    if isinstance(part, mt.TextResourceContents):
+        return {"uri": str(part.uri), "mime_type": part.mime_type, "text": part.text}
+    return {"uri": str(part.uri), "mime_type": part.mime_type, "data": part.blob}
+
+
+@dataclass(frozen=True)
+class ServerSummary:
+    """What one configured server offers (``asyncai tools``); counts are ``None`` when not offered."""
+
+    name: str
+    tools: int = 0
+    resources: int | None = None
+    prompts: int | None = None
+    error: str | None = None
+    """Why the server did not start, or why a listing failed."""
+    started: bool = True
+
+
 class McpToolExecutor(ToolExecutor):
     """Routes each tool name to exactly one server (ADR A2); the first server to declare a name wins.
 
-    Use as ``async with McpToolExecutor(specs) as executor: ...``.
+    Use as ``async with McpToolExecutor(specs) as executor: ...``. ``secrets`` are values no stdio
+    server may inherit (the model API key); a server's config ``env`` can still pass them on.
     """
 
     def __init__(
@@ -228,12 +411,19 @@ class McpToolExecutor(ToolExecutor):
         specs: Iterable[ServerSpec],
         tool_timeout: float = DEFAULT_TOOL_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        secrets: Iterable[str | None] = (),
     ) -> None:
-        self.connections = [McpConnection(spec, tool_timeout) for spec in unique_names(list(specs))]
+        kept = tuple(secret for secret in secrets if secret)
+        self._configured = [McpConnection(spec, tool_timeout, kept) for spec in unique_names(list(specs))]
+        self.connections = list(self._configured)
+        """The servers that started (after ``connect``), in configuration order."""
+        self.failed: dict[str, str] = {}
+        """Server name -> the one-line reason it did not start."""
         self.connect_timeout = connect_timeout
         self.routes: dict[str, ToolRoute] = {}
         self.duplicates: list[DuplicateTool] = []
         self._by_server = {c.name: c for c in self.connections}
+        self._resource_owner: dict[str, str] = {}
 
     async def __aenter__(self) -> McpToolExecutor:
         await self.connect()
@@ -243,16 +433,38 @@ class McpToolExecutor(ToolExecutor):
         await self.aclose()
 
     async def connect(self) -> None:
-        """Start every server concurrently; on any failure close them all and raise the first error."""
+        """Start every server concurrently. A server that fails is a warning naming it while another
+        one started; ``ServerStartError`` only when servers were configured and none started."""
         results = await asyncio.gather(
-            *(c.start(self.connect_timeout) for c in self.connections), return_exceptions=True
+            *(c.start(self.connect_timeout) for c in self._configured), return_exceptions=True
         )
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
+        started: list[McpConnection] = []
+        for connection, result in zip(self._configured, results, strict=True):
+            if isinstance(result, BaseException):
+                message = str(result) if isinstance(result, ServerStartError) else _describe(result)
+                self.failed[connection.name] = message
+            else:
+                started.append(connection)
+        self.connections = started
+        self._by_server = {c.name: c for c in started}
+        if self.failed and not started:
             await self.aclose()
-            first = errors[0]
-            raise first if isinstance(first, ServerStartError) else ServerStartError(_describe(first))
+            first = next(iter(self.failed.values()))
+            if len(self.failed) == 1:
+                raise ServerStartError(first)
+            self._warn_failures()
+            raise ServerStartError(
+                f"no MCP server could start ({count(len(self.failed))} failed, "
+                f"see the warnings); the first: {first}"
+            )
+        self._warn_failures()
         self._build_routes()
+        for connection in started:
+            self._learn_owners(connection, connection.initial_resources)
+
+    def _warn_failures(self) -> None:
+        for name, message in self.failed.items():
+            log_event("mcp.server_start_failed", logging.WARNING, server=name, error=message)
 
     def _build_routes(self) -> None:
         for connection in self.connections:
@@ -279,5 +491,91 @@ class McpToolExecutor(ToolExecutor):
             return ToolCallOutput.error(f"tool error: unknown tool {name!r}")
         return await self._by_server[route.server].call_tool(name, arguments)
 
+    # Resources ---------------------------------------------------------------------------------
+
+    def resource_servers(self) -> list[str]:
+        return [c.name for c in self.connections if c.has_resources]
+
+    def _servers_phrase(self) -> str:
+        names = self.resource_servers()
+        return f"servers with resources: {', '.join(names)}" if names else "no MCP server offers resources"
+
+    async def list_resources(self, server: str | None = None) -> list[dict[str, Any]]:
+        if server is not None:
+            connection = self._by_server.get(server)
+            if connection is None or not connection.has_resources:
+                reason = "unknown server" if connection is None else "no resources on server"
+                raise ResourceError(f"{reason} {server!r} ({self._servers_phrase()})")
+            return await self._list_from(connection)
+        listings = await asyncio.gather(
+            *(self._list_from(c) for c in self.connections if c.has_resources), return_exceptions=True
+        )
+        entries: list[dict[str, Any]] = []
+        for listing in listings:
+            if isinstance(listing, ResourceError):
+                raise ResourceError(f"{listing} (list one server with list_resources(server=...))")
+            if isinstance(listing, BaseException):
+                raise listing
+            entries.extend(listing)
+        return entries
+
+    async def _list_from(self, connection: McpConnection) -> list[dict[str, Any]]:
+        entries = await connection.list_resources()
+        self._learn_owners(connection, entries)
+        return entries
+
+    def _learn_owners(self, connection: McpConnection, entries: list[dict[str, Any]]) -> None:
+        """A URI belongs to the first server (in configuration order) that listed it."""
+        order = {c.name: i for i, c in enumerate(self.connections)}
+        for entry in entries:
+            owner = self._resource_owner.get(entry["uri"])
+            if owner is None or order.get(owner, len(order)) > order[connection.name]:
+                self._resource_owner[entry["uri"]] = connection.name
+
+    async def _owner(self, uri: str) -> McpConnection:
+        servers = [c for c in self.connections if c.has_resources]
+        if uri not in self._resource_owner and len(servers) > 1:
+            # Listings change: ask every server again; a failing listing just teaches nothing.
+            await asyncio.gather(*(self._list_from(c) for c in servers), return_exceptions=True)
+        owner = self._resource_owner.get(uri)
+        if owner is not None:
+            return self._by_server[owner]
+        if len(servers) == 1:
+            return servers[0]
+        if not servers:
+            raise ResourceError(f"cannot read {uri}: no MCP server offers resources")
+        raise ResourceError(f"cannot read {uri}: no server lists it ({self._servers_phrase()})")
+
+    async def read_resource(self, uri: str) -> list[dict[str, Any]]:
+        connection = await self._owner(uri)
+        return await connection.read_resource(uri)
+
+    # -------------------------------------------------------------------------------------------
+
+    async def summaries(self) -> list[ServerSummary]:
+        """Per configured server: tools, resources and prompts, or why it is missing."""
+
+        async def summary(connection: McpConnection) -> ServerSummary:
+            if connection.name in self.failed:
+                return ServerSummary(connection.name, error=self.failed[connection.name], started=False)
+            resources: int | None = None
+            prompts: int | None = None
+            errors: list[str] = []
+            if connection.has_resources:
+                try:
+                    resources = len(await self._list_from(connection))
+                except ResourceError as exc:
+                    errors.append(str(exc))
+            if connection.has_prompts:
+                try:
+                    prompts = await connection.count_prompts()
+                except ResourceError as exc:
+                    errors.append(str(exc))
+            return ServerSummary(
+                connection.name, len(connection.tools), resources, prompts, "; ".join(errors) or None
+            )
+
+        return list(await asyncio.gather(*(summary(c) for c in self._configured)))
+
     async def aclose(self) -> None:
-        await asyncio.gather(*(c.close() for c in self.connections))
+        await asyncio.gather(*(c.close() for c in self._configured))

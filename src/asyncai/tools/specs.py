@@ -1,16 +1,35 @@
 """Where MCP servers come from: ``--mcp-stdio`` command strings, ``--mcp-http`` URLs and
-Claude-style ``--mcp-config`` files, all turned into ``ServerSpec`` values."""
+``--mcp-config`` files as Claude Code and Claude Desktop write them, all turned into ``ServerSpec``
+values."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from ..log import log_event
 
 _LAUNCHERS = {"npx", "uvx", "pipx", "python", "python3", "node", "bunx", "env", "sh", "bash"}
+_NAMED = re.compile(r"([A-Za-z0-9_.-]+)=(.*)", re.DOTALL)
+"""``NAME=COMMAND`` or ``NAME=URL`` on the command line (``--mcp-stdio time=mcp-server-time``)."""
+_VARIABLE = re.compile(r"\$\{([^}]+)\}")
+"""``${VAR}`` and ``${VAR:-default}``, the forms Claude Code expands (same pattern, no nesting)."""
+
+HttpTransport = Literal["streamable-http", "sse"]
+_HTTP_TYPES: dict[str, HttpTransport] = {
+    "http": "streamable-http",
+    "streamable-http": "streamable-http",
+    "streamable_http": "streamable-http",
+    "streamableHttp": "streamable-http",
+    "sse": "sse",
+}
 
 
 class ConfigError(Exception):
@@ -34,10 +53,12 @@ class HttpServerSpec:
     name: str
     url: str
     headers: dict[str, str] = field(default_factory=dict)
+    transport: HttpTransport = "streamable-http"
+    """``streamable-http`` (the default) or ``sse``, the legacy HTTP+SSE transport."""
 
     @property
     def display(self) -> str:
-        return self.url
+        return self.url if self.transport == "streamable-http" else f"{self.url} (sse)"
 
 
 ServerSpec = StdioServerSpec | HttpServerSpec
@@ -46,69 +67,145 @@ ServerSpec = StdioServerSpec | HttpServerSpec
 def _name_from_command(argv: list[str]) -> str:
     for token in argv:
         base = os.path.basename(token)
-        if token.startswith("-") or base in _LAUNCHERS:
-            continue
+        if token.startswith("-") or base in _LAUNCHERS or _NAMED.fullmatch(token):
+            continue  # options, launchers and the FOO=1 of ``env FOO=1 server``
         return base.removesuffix(".py").removesuffix(".js") or "server"
     return os.path.basename(argv[0]) or "server"
 
 
 def stdio_spec(command_line: str, name: str | None = None) -> StdioServerSpec:
-    """``"npx -y @modelcontextprotocol/server-everything stdio"`` -> a stdio spec."""
+    """``"npx -y @modelcontextprotocol/server-everything stdio"`` -> a stdio spec.
+
+    A first token ``NAME=COMMAND`` names the server (``time=mcp-server-time --local-timezone UTC``);
+    without it the name comes from the command. ``env FOO=1 server`` is a plain command: its first
+    token has no ``=``.
+    """
     try:
         argv = shlex.split(command_line)
     except ValueError as exc:
         raise ConfigError(f"bad --mcp-stdio command {command_line!r}: {exc}") from None
+    named = _NAMED.fullmatch(argv[0]) if argv and name is None else None
+    if named and (named.group(2) or len(argv) > 1):  # "time=mcp-server-time" or "time= mcp-server-time"
+        name = named.group(1)
+        argv = [named.group(2), *argv[1:]] if named.group(2) else argv[1:]
     if not argv:
         raise ConfigError("empty --mcp-stdio command")
     return StdioServerSpec(name=name or _name_from_command(argv), command=argv[0], args=tuple(argv[1:]))
 
 
 def http_spec(url: str, name: str | None = None) -> HttpServerSpec:
+    """``--mcp-http URL`` or ``--mcp-http NAME=URL`` -> a Streamable HTTP spec."""
+    named = _NAMED.fullmatch(url.strip()) if name is None else None
+    if named and named.group(2).strip():
+        name, url = named.group(1), named.group(2).strip()
     if not url.startswith(("http://", "https://")):
         raise ConfigError(f"bad --mcp-http URL {url!r}: expected http:// or https://")
     return HttpServerSpec(name=name or url, url=url)
 
 
+def expand_variables(value: str, environ: Mapping[str, str], missing: list[str]) -> str:
+    """``${VAR}`` and ``${VAR:-default}`` in ``value``, as Claude Code expands them.
+
+    A set variable wins (even when empty); an unset one takes its default; an unset one without a
+    default stays as written and its name is appended to ``missing``. Values are not expanded again.
+    """
+
+    def substitute(match: re.Match[str]) -> str:
+        name, separator, default = match.group(1).partition(":-")
+        if name in environ:
+            return environ[name]
+        if separator:
+            return default
+        missing.append(name)
+        return match.group(0)
+
+    return _VARIABLE.sub(substitute, value)
+
+
+def _string_map(value: Any, what: str, where: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f'{where}: "{what}" must be an object')
+    return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items()}
+
+
 def _spec_from_entry(name: str, entry: Any, source: Path) -> ServerSpec:
+    where = f"{source}: mcpServers.{name}"
     if not isinstance(entry, dict):
-        raise ConfigError(f"{source}: mcpServers.{name} must be an object")
+        raise ConfigError(f"{where} must be an object")
+    missing: list[str] = []
+
+    def expand(text: str) -> str:
+        return expand_variables(text, os.environ, missing)
+
     kind = entry.get("type") or entry.get("transport")
-    if "url" in entry or kind in {"http", "streamable-http", "streamableHttp"}:
+    if kind is not None and kind != "stdio" and kind not in _HTTP_TYPES:
+        raise ConfigError(f'{where}: server type {kind!r} is not supported (use "stdio", "http" or "sse")')
+    spec: ServerSpec
+    if "url" in entry or kind in _HTTP_TYPES:
         url = entry.get("url")
         if not isinstance(url, str):
-            raise ConfigError(f'{source}: mcpServers.{name} needs a "url" string')
-        headers = entry.get("headers") or {}
-        if not isinstance(headers, dict):
-            raise ConfigError(f'{source}: mcpServers.{name}: "headers" must be an object')
-        return HttpServerSpec(name=name, url=url, headers={str(k): str(v) for k, v in headers.items()})
-    command = entry.get("command")
-    if not isinstance(command, str) or not command:
-        raise ConfigError(f'{source}: mcpServers.{name} needs a "command" string or a "url"')
-    args = entry.get("args") or []
-    env = entry.get("env") or {}
-    if not isinstance(args, list) or not isinstance(env, dict):
-        raise ConfigError(f'{source}: mcpServers.{name}: "args" must be a list and "env" an object')
-    return StdioServerSpec(
-        name=name,
-        command=command,
-        args=tuple(str(a) for a in args),
-        env={str(k): str(v) for k, v in env.items()},
-    )
+            raise ConfigError(f'{where} needs a "url" string')
+        headers = _string_map(entry.get("headers"), "headers", where)
+        spec = HttpServerSpec(
+            name=name,
+            url=expand(url),
+            headers={key: expand(value) for key, value in headers.items()},
+            transport=_HTTP_TYPES.get(str(kind), "streamable-http"),
+        )
+    else:
+        command = entry.get("command")
+        if not isinstance(command, str) or not command:
+            raise ConfigError(f'{where} needs a "command" string or a "url"')
+        args = entry.get("args") or []
+        if not isinstance(args, list):
+            raise ConfigError(f'{where}: "args" must be a list')
+        env = _string_map(entry.get("env"), "env", where)
+        spec = StdioServerSpec(
+            name=name,
+            command=expand(command),
+            args=tuple(expand(str(a)) for a in args),
+            env={key: expand(value) for key, value in env.items()},
+        )
+    for variable in dict.fromkeys(missing):
+        log_event(
+            "mcp.config_variable_unset",
+            logging.WARNING,
+            server=name,
+            variable=variable,
+            file=str(source),
+            note="left as written: set it, or give a default with ${VAR:-default}",
+        )
+    return spec
 
 
 def specs_from_config(path: str | Path) -> list[ServerSpec]:
-    """Read ``{"mcpServers": {"name": {"command", "args", "env"} | {"type": "http", "url"}}}``."""
+    """Read ``{"mcpServers": {"name": {"command", "args", "env"} | {"type": "http"|"sse", "url",
+    "headers"}}}`` as Claude Code and Claude Desktop write it.
+
+    Entries with ``"disabled": true`` are skipped; ``${VAR}`` and ``${VAR:-default}`` are expanded in
+    ``command``, ``args``, ``env``, ``url`` and ``headers``; a UTF-8 byte order mark is accepted.
+    """
     source = Path(path)
     try:
-        data = json.loads(source.read_text())
+        data = json.loads(source.read_text(encoding="utf-8-sig"))
     except OSError as exc:
         raise ConfigError(f"cannot read MCP config {source}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"cannot read MCP config {source}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from None
     except ValueError as exc:
         raise ConfigError(f"MCP config {source} is not valid JSON: {exc}") from None
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise ConfigError(f'MCP config {source} has no "mcpServers" object')
-    return [_spec_from_entry(str(name), entry, source) for name, entry in servers.items()]
+    return [
+        _spec_from_entry(str(name), entry, source)
+        for name, entry in servers.items()
+        if not (isinstance(entry, dict) and entry.get("disabled") is True)
+    ]
 
 
 def unique_names(specs: list[ServerSpec]) -> list[ServerSpec]:
