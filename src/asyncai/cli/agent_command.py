@@ -11,6 +11,7 @@ import json
 import sys
 import uuid
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 from ..backend import DEFAULT_SYSTEM_PROMPT, BackendConfig, OpenAiCompatibleBackend
 from ..code_mode import CodeModeToolExecutor
@@ -51,7 +52,7 @@ def backend_config(settings: Settings) -> BackendConfig:
     assert base_url is not None
     try:
         return BackendConfig(
-            base_url=base_url,
+            base_url=checked_base_url(base_url),
             model=model,
             api_key=settings.text("api_key"),
             max_rounds=settings.count("max_rounds", 8),
@@ -60,6 +61,24 @@ def backend_config(settings: Settings) -> BackendConfig:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+def checked_base_url(url: str) -> str:
+    """``url`` when it is an http(s) URL with a host; anything else is a ``UsageError`` before any
+    request (``localhost:8080/v1`` would otherwise fail only after four retries)."""
+    text = url.strip()
+    parts = urlsplit(text)
+    if parts.scheme in ("http", "https") and parts.netloc:
+        return url
+    if not text:
+        reason = "is empty"
+    elif "://" not in text:
+        reason = f"has no scheme: did you mean http://{text}?"
+    elif parts.scheme not in ("http", "https"):
+        reason = f"must start with http:// or https://, not {parts.scheme}://"
+    else:
+        reason = "has no host"
+    raise UsageError(f"--base-url {text or repr(url)} {reason}")
 
 
 async def run(settings: Settings) -> int:

@@ -1,19 +1,20 @@
 """Entry point of the ``asyncai`` command: parses options, dispatches, maps failures to exit codes.
 
-Exit status: 0 success, 1 a run or snippet failed, 2 bad input or configuration (one line on stderr).
+Exit status: 0 success, 1 a run or snippet failed, 2 bad input or configuration (one line on stderr),
+128 + the signal number when a signal ended it (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 
 from ..code_mode import SandboxConfigError
 from ..log import configure_logging
 from ..tools import ConfigError, ServerStartError
-from . import agent_command, run_code_command, tools_command
+from . import agent_command, run_code_command, shutdown, terminal, tools_command
+from .parsing import MergingSubParsers, Parser, check_argv, known_keys, subcommands, suppress_defaults
 from .settings import Settings, UsageError, resolve
 
 Command = Callable[[Settings], Awaitable[int]]
@@ -21,15 +22,28 @@ SUBCOMMANDS: dict[str, Command] = {"tools": tools_command.run, "run-code": run_c
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    # Typed as the base class for the subcommand modules; subparsers are ``Parser``s at run time.
+    parser: argparse.ArgumentParser = Parser(
         prog="asyncai",
         description="An agent whose model drives MCP tools by writing Python that runs in the Monty sandbox.",
     )
     agent_command.add_arguments(parser)
-    subparsers = parser.add_subparsers(dest="command", metavar="{tools,run-code}")
+    subparsers = parser.add_subparsers(dest="command", metavar="{tools,run-code}", action=MergingSubParsers)
     tools_command.add_parser(subparsers)
     run_code_command.add_parser(subparsers)
+    for subparser in subcommands(parser).values():
+        suppress_defaults(subparser)  # options given before the subcommand stay
     return parser
+
+
+def parse_settings(argv: Sequence[str]) -> Settings:
+    """argv, the environment and the config file as settings; bad input is a ``UsageError``."""
+    parser = build_parser()
+    notes = check_argv(parser, argv)
+    settings = resolve(parser.parse_args(argv), known_keys(parser))
+    if notes.file_hint is not None:
+        settings.hints["file"] = notes.file_hint
+    return settings
 
 
 async def _dispatch(settings: Settings) -> int:
@@ -38,16 +52,18 @@ async def _dispatch(settings: Settings) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        settings = resolve(args)
-        configure_logging(settings.switch("verbose"))
-        status = asyncio.run(_dispatch(settings))
+        with terminal.preserved(sys.stdin):
+            settings = parse_settings(sys.argv[1:] if argv is None else argv)
+            configure_logging(settings.switch("verbose"))
+            status = shutdown.run(_dispatch(settings))
     except (UsageError, ConfigError, ServerStartError, SandboxConfigError) as exc:
         print(f"asyncai: {exc}", file=sys.stderr)
         status = 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before the event loop runs
         status = 130
+    if status > 128:
+        terminal.end_line()
     sys.stdout.flush()
     return status
 

@@ -23,7 +23,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     source.add_argument("-i", "--interactive", action="store_true", help="interactive REPL over one scope")
     source.add_argument("--catalog", action="store_true", help="print the run_code description and exit")
-    parser.add_argument("file", nargs="?", help="file with a snippet ('-' or nothing: stdin)")
+    source.add_argument("file", nargs="?", metavar="FILE", help="file with a snippet ('-' or nothing: stdin)")
     add_mcp_options(parser)
     add_code_options(parser)
 
@@ -33,10 +33,21 @@ def _snippets(settings: Settings) -> list[str]:
         return code
     path = settings.text("file")
     if path and path != "-":
-        return [read_text_file(path, "snippet file")]
+        return [_read_snippet_file(path, settings.hints.get("file"))]
     if sys.stdin.isatty():
         raise UsageError("run-code needs -c CODE, a FILE, code on stdin, -i or --catalog")
     return [sys.stdin.read()]
+
+
+def _read_snippet_file(path: str, hint: str | None) -> str:
+    """FILE's text; when FILE directly followed a ``--mcp-stdio`` command and cannot be read, the
+    error asks whether it was one of the server's arguments."""
+    try:
+        return read_text_file(path, "snippet file")
+    except UsageError as exc:
+        if hint is None:
+            raise
+        raise UsageError(f"{exc} (if {path} belongs to the server command, quote it: {hint})") from None
 
 
 async def run(settings: Settings, out: TextIO = sys.stdout) -> int:

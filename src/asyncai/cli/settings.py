@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import ast
+import difflib
 import math
 import os
+import sys
 import tomllib
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from ..code_mode import SANDBOX_KINDS, CodeModeLimits, SandboxConfig, parse_size
+from ..code_mode import SANDBOX_KINDS, CodeModeLimits, SandboxConfig
+from ..code_mode.limits import parse_memory
 from ..code_mode.sandbox import SandboxKind
 from ..tools import ServerSpec, http_spec, specs_from_config, stdio_spec
 
 DEFAULT_CONFIG = Path("~/.config/asyncai/config.toml")
+PATH_KEYS = ("config", "mcp_config", "code_preamble", "system_file", "file")
+"""Options naming files: ``~`` is expanded in them, from flags and from the config file alike."""
 
 
 class UsageError(Exception):
@@ -90,6 +97,8 @@ class Settings:
     """
 
     values: dict[str, Any] = field(default_factory=dict)
+    hints: dict[str, str] = field(default_factory=dict)
+    """Extra words for an error about an option, by dest (see ``parsing.ArgvNotes``)."""
 
     def get(self, key: str, default: Any = None) -> Any:
         value = self.values.get(key)
@@ -154,29 +163,57 @@ def read_text_file(path: str, what: str) -> str:
 
 
 def _read_config(path: Path, explicit: bool) -> dict[str, Any]:
-    path = path.expanduser()
+    """The config file's table as written (keys not normalised); ``{}`` when the default is missing."""
     if not path.exists():
         if explicit:
             raise UsageError(f"config file {path} does not exist")
         return {}
     try:
-        data = tomllib.loads(read_text_file(str(path), "config file"))
+        return tomllib.loads(read_text_file(str(path), "config file"))
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"cannot read config file {path}: {exc}") from None
-    return {key.replace("-", "_"): value for key, value in data.items()}
 
 
-def resolve(args: argparse.Namespace) -> Settings:
-    """Flags win over the environment, the environment over the config file."""
+def _known_values(data: dict[str, Any], known: Collection[str], path: Path) -> dict[str, Any]:
+    """The keys that name an option (``code-timeout`` or ``code_timeout``); each other key is a
+    one-line warning on stderr, and is left out."""
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        name = key.replace("-", "_")
+        if name in known:
+            values[name] = value
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        suggestion = f" (did you mean {close[0]!r}?)" if close else ""
+        print(f"asyncai: warning: config file {path}: unknown key {key!r}{suggestion}", file=sys.stderr)
+    return values
+
+
+def _expand_user(value: Any) -> Any:
+    if isinstance(value, str):
+        return os.path.expanduser(value)
+    if isinstance(value, list):
+        return [os.path.expanduser(item) if isinstance(item, str) else item for item in value]
+    return value  # a wrong type: the typed getters say so
+
+
+def resolve(args: argparse.Namespace, known: Collection[str]) -> Settings:
+    """Flags win over the environment, the environment over the config file.
+
+    ``known`` are the option dests a config file may set; ``~`` is expanded in ``PATH_KEYS``.
+    """
     explicit = getattr(args, "config", None)
-    file_values = _read_config(Path(explicit) if explicit else DEFAULT_CONFIG, explicit is not None)
-    values: dict[str, Any] = dict(file_values)
+    path = Path(explicit if isinstance(explicit, str) else DEFAULT_CONFIG).expanduser()
+    values = _known_values(_read_config(path, explicit is not None), known, path)
     for key, env in ENV_NAMES.items():
         if os.environ.get(env):
             values[key] = os.environ[env]
     for key, value in vars(args).items():
         if value is not None:
             values[key] = value
+    for key in PATH_KEYS:
+        if key in values:
+            values[key] = _expand_user(values[key])
     return Settings(values)
 
 
@@ -192,7 +229,7 @@ def code_limits(settings: Settings) -> CodeModeLimits:
     defaults = CodeModeLimits()
     memory = settings.get("code_max_memory")
     try:
-        max_memory = parse_size(str(memory)) if memory is not None else defaults.max_memory
+        max_memory = parse_memory(str(memory)) if memory is not None else defaults.max_memory
     except ValueError as exc:
         raise UsageError(f"--code-max-memory: {exc}") from None
     return CodeModeLimits(
@@ -213,5 +250,19 @@ def sandbox_config(settings: Settings) -> SandboxConfig:
 
 
 def read_preamble(settings: Settings) -> str | None:
+    """The ``--code-preamble`` text; one that CPython cannot compile is refused at start-up.
+
+    Monty runs a subset of Python, so compiling is a necessary check, not a sufficient one.
+    """
     path = settings.text("code_preamble")
-    return None if path is None else read_text_file(path, "--code-preamble")
+    if path is None:
+        return None
+    text = read_text_file(path, "--code-preamble")
+    try:
+        compile(text, path, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    except SyntaxError as exc:
+        where = f" (line {exc.lineno})" if exc.lineno else ""
+        raise UsageError(f"--code-preamble {path} does not compile: {exc.msg}{where}") from None
+    except ValueError as exc:  # null bytes in the source
+        raise UsageError(f"--code-preamble {path} does not compile: {exc}") from None
+    return text

@@ -5,9 +5,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..humanize import count
+
 KIB = 1024
 MIB = 1024 * KIB
 GIB = 1024 * MIB
+MIN_MEMORY = MIB
+"""The smallest heap cap the CLI accepts: below it not even the helpers of a new scope fit."""
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": KIB, "m": MIB, "g": GIB, "t": 1024 * GIB}
@@ -51,3 +55,23 @@ def parse_size(text: str) -> int:
     if size <= 0:
         raise ValueError(f"bad size {text!r}: must be positive")
     return size
+
+
+def parse_memory(text: str) -> int:
+    """``parse_size`` for a worker heap cap, refusing sizes below ``MIN_MEMORY``.
+
+    A number without a unit is bytes, which is almost never meant: ``256`` says so and suggests
+    ``256MiB``.
+    """
+    size = parse_size(text)
+    if size >= MIN_MEMORY:
+        return size
+    match = _SIZE.match(text)
+    assert match is not None  # parse_size accepted it
+    number, unit, suffix = match.groups()
+    if unit or suffix:
+        raise ValueError(f"{text.strip()} is {count(size)} bytes, below the 1 MiB minimum")
+    suggestion = f": did you mean {number}MiB?" if float(number) * MIB <= 64 * GIB else ""
+    raise ValueError(
+        f"{count(size)} bytes is below the 1 MiB minimum (a number without a unit is bytes{suggestion})"
+    )

@@ -155,6 +155,12 @@ class McpConnection:
             raise ServerStartError(
                 await self._start_error(f"no answer to initialize within {seconds(timeout)}")
             ) from None
+        except asyncio.CancelledError:
+            # Ctrl-C or SIGTERM while the server starts: stop it through the transport's own cancel
+            # scopes now; left to asyncio.run's final cancel-all it can hang, and its start error
+            # would be logged as "Future exception was never retrieved".
+            await asyncio.shield(self.close())
+            raise
 
     async def _start_error(self, reason: str) -> str:
         """The one-line start failure, with the last lines of the server's stderr once its pump has ended."""
