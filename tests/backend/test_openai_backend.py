@@ -19,9 +19,10 @@ from asyncai.backend import (
     OpenAiCompatibleBackend,
     RunResult,
 )
-from asyncai.log import configure_logging, dumps_compact
+from asyncai.log import dumps_compact
 from asyncai.tools.types import ToolCallOutput
 from tests.fakes.executors import ECHO, RUN_CODE, FakeToolExecutor, nested_audit
+from tests.fakes.logs import captured_log
 from tests.fakes.openai_server import ScriptedOpenAI, ScriptEntry, call, text_reply, tool_reply
 
 pytestmark = pytest.mark.anyio
@@ -62,10 +63,8 @@ def assistant_calls(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def log_stream() -> Iterator[io.StringIO]:
-    stream = io.StringIO()
-    configure_logging(verbose=True, stream=stream)
-    yield stream
-    configure_logging(verbose=False)
+    with captured_log(verbose=True) as stream:
+        yield stream
 
 
 def events(stream: io.StringIO, name: str) -> list[dict[str, Any]]:

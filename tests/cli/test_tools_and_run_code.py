@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from tests.cli.conftest import SIMPLE, asyncai
-from tests.fakes.servers import server_command
+from tests.fakes.servers import broken_server_config, server_command
 from tests.third_party import npm_server
 from tests.tools.test_resources import resource_server
 
@@ -51,18 +51,8 @@ def test_tools_without_servers_says_how_to_configure_them() -> None:
 
 
 def _claude_config(tmp_path: Path, good: bool) -> Path:
-    servers: dict[str, object] = {
-        "broken": {
-            "command": "python3",
-            "args": ["-c", "import sys; print('no token', file=sys.stderr); sys.exit(3)"],
-        },
-        "off": {"command": "/nonexistent/never-started", "disabled": True},
-    }
-    if good:
-        servers["simple"] = {"command": SIMPLE}
-    config = tmp_path / "claude_desktop_config.json"
-    config.write_bytes(b"\xef\xbb\xbf" + json.dumps({"mcpServers": servers}, indent=2).encode())
-    return config
+    simple = {"simple": {"command": SIMPLE}} if good else None
+    return broken_server_config(tmp_path / "claude_desktop_config.json", simple, bom=True)
 
 
 def test_a_broken_server_is_a_warning_while_the_others_serve(tmp_path: Path) -> None:

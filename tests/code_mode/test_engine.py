@@ -12,6 +12,7 @@ import pytest
 
 from asyncai.code_mode import CodeModeToolExecutor
 from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor, run
+from tests.fakes.logs import captured_log
 
 pytestmark = pytest.mark.anyio
 
@@ -231,16 +232,8 @@ async def test_variables_note_lists_what_snippets_bound(code_mode: CodeModeToolE
 
 
 async def test_mutating_calls_are_audited_and_logged_at_warn(code_mode: CodeModeToolExecutor) -> None:
-    import io
-
-    from asyncai.log import configure_logging
-
-    stream = io.StringIO()
-    configure_logging(verbose=False, stream=stream)
-    try:
+    with captured_log() as stream:
         output = await run(code_mode, 'await delete_item(name="x")')
-    finally:
-        configure_logging(verbose=False)
     assert output.content == "deleted x"
     assert output.audit is not None and output.audit["nested_calls"][0]["mutating"] is True
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]

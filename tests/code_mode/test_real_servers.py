@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import time
 from collections.abc import AsyncIterator
@@ -10,8 +9,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor, SandboxConfig
-from asyncai.log import configure_logging
 from asyncai.tools import McpToolExecutor, stdio_spec
+from tests.fakes.logs import captured_log
 from tests.fakes.monty_relay import running_relay
 from tests.fakes.servers import server_command
 
@@ -91,15 +90,11 @@ async def test_an_sdk_wrapped_string_stays_a_string(mcp: McpToolExecutor) -> Non
 
 @pytest.mark.parametrize("verbose", [False, True])
 async def test_a_large_mutating_argument_gives_short_audit_lines(mcp: McpToolExecutor, verbose: bool) -> None:
-    stream = io.StringIO()
-    configure_logging(verbose=verbose, stream=stream)
-    try:
+    with captured_log(verbose=verbose) as stream:
         async with CodeModeToolExecutor(mcp, LIMITS) as code_mode:
             output = await code_mode.call_tool(
                 "run_code", {"code": "r = await write_note(text='x' * 200_000)\nlen(r['stored'])"}
             )
-    finally:
-        configure_logging(verbose=False)
     assert output.content == "200000"
     audit = [json.loads(line) for line in stream.getvalue().splitlines() if '"mutating": true' in line]
     assert [(line["event"], line["level"]) for line in audit] == [

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import shlex
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 SERVER_SCRIPT = Path(__file__).with_name("mcp_test_server.py")
@@ -55,3 +56,20 @@ def http_test_server(name: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def broken_server_config(path: Path, good: Mapping[str, object] | None = None, *, bom: bool = False) -> Path:
+    """A Claude-style config at ``path`` with a server that fails to start (it prints ``no token``
+    and exits), a disabled one that would never start, and the ``good`` servers; ``bom`` writes a
+    UTF-8 byte order mark first, as some editors do."""
+    servers: dict[str, object] = {
+        "broken": {
+            "command": "python3",
+            "args": ["-c", "import sys; print('no token', file=sys.stderr); sys.exit(3)"],
+        },
+        "off": {"command": "/nonexistent/never-started", "disabled": True},
+        **(good or {}),
+    }
+    text = json.dumps({"mcpServers": servers}, indent=2)
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + text.encode())
+    return path

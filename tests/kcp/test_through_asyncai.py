@@ -3,14 +3,13 @@ large kubectl result inside the sandbox, and writes are logged at warn."""
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
 
 from asyncai.code_mode import CodeModeToolExecutor
-from asyncai.log import configure_logging
 from asyncai.tools import McpToolExecutor
+from tests.fakes.logs import captured_log
 
 from .demo import QUESTIONS
 
@@ -47,13 +46,9 @@ async def test_mutating_calls_are_logged_at_warn(rw: McpToolExecutor) -> None:
         'await delete_object(workspace="root:app", resource="configmaps", name="demo-note", namespace="default")\n'
         'got["data"]["k"]'
     )
-    stream = io.StringIO()
-    configure_logging(verbose=False, stream=stream)
-    try:
+    with captured_log() as stream:
         async with CodeModeToolExecutor(rw) as code_mode:
             output = await code_mode.call_tool("run_code", {"code": program})
-    finally:
-        configure_logging(verbose=False)
     assert (output.content, output.is_error) == ("w", False)
     calls = [json.loads(line) for line in stream.getvalue().splitlines()]
     warned = [(line["event"], line["tool"]) for line in calls if line.get("mutating") is True]

@@ -9,6 +9,7 @@ import logging
 import shlex
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,8 @@ import pytest
 from asyncai.log import configure_logging
 from asyncai.tools import McpToolExecutor, ServerStartError, http_spec, specs_from_config, stdio_spec
 from asyncai.tools.mcp_client import McpConnection
-from tests.fakes.servers import SERVER_SCRIPT, http_test_server, server_command
+from tests.fakes.logs import captured_log
+from tests.fakes.servers import SERVER_SCRIPT, broken_server_config, http_test_server, server_command
 
 pytestmark = pytest.mark.anyio
 
@@ -28,14 +30,12 @@ def log_lines(stream: io.StringIO) -> list[dict[str, object]]:
 
 
 @pytest.fixture
-def captured_log() -> io.Iterator[io.StringIO]:  # type: ignore[name-defined]
-    stream = io.StringIO()
-    configure_logging(verbose=True, stream=stream)
-    yield stream
-    configure_logging(verbose=False)
+def verbose_log() -> Iterator[io.StringIO]:
+    with captured_log(verbose=True) as stream:
+        yield stream
 
 
-async def test_routes_each_tool_to_one_server_and_warns_on_duplicates(captured_log: io.StringIO) -> None:
+async def test_routes_each_tool_to_one_server_and_warns_on_duplicates(verbose_log: io.StringIO) -> None:
     specs = [
         stdio_spec(server_command("alpha"), name="alpha"),
         stdio_spec(server_command("beta"), name="beta"),
@@ -46,7 +46,7 @@ async def test_routes_each_tool_to_one_server_and_warns_on_duplicates(captured_l
         assert json.loads(who.content)["server"] == "alpha"
         assert {d.name for d in executor.duplicates} == {t.name for t in executor.tools()}
         assert all(d.kept_server == "alpha" and d.dropped_server == "beta" for d in executor.duplicates)
-    warnings = [line for line in log_lines(captured_log) if line["event"] == "mcp.duplicate_tool"]
+    warnings = [line for line in log_lines(verbose_log) if line["event"] == "mcp.duplicate_tool"]
     assert warnings and warnings[0]["level"] == "warn" and warnings[0]["dropped_server"] == "beta"
 
 
@@ -90,7 +90,7 @@ async def test_timeout_is_an_error_result_and_the_session_stays_usable() -> None
     assert not after.is_error and "still here" in after.content
 
 
-async def test_killed_server_fails_its_calls_while_another_server_answers(captured_log: io.StringIO) -> None:
+async def test_killed_server_fails_its_calls_while_another_server_answers(verbose_log: io.StringIO) -> None:
     specs = [stdio_spec(server_command("doomed"), name="doomed")]
     specs.append(stdio_spec(f"{server_command('other')}", name="other"))
     async with McpToolExecutor(specs) as executor:
@@ -104,7 +104,7 @@ async def test_killed_server_fails_its_calls_while_another_server_answers(captur
     assert pending_result.is_error and pending_result.content.startswith("tool error:")
     assert later.is_error and "not running" in later.content
     assert not other.is_error and json.loads(other.content)["server"] == "other"
-    died_lines = [line for line in log_lines(captured_log) if line["event"] == "mcp.server_died"]
+    died_lines = [line for line in log_lines(verbose_log) if line["event"] == "mcp.server_died"]
     assert died_lines and died_lines[0]["server"] == "doomed" and died_lines[0]["level"] == "error"
 
 
@@ -116,10 +116,10 @@ async def test_error_results_and_unknown_tools() -> None:
     assert unknown.is_error and "unknown tool" in unknown.content
 
 
-async def test_server_stderr_goes_to_the_log(captured_log: io.StringIO) -> None:
+async def test_server_stderr_goes_to_the_log(verbose_log: io.StringIO) -> None:
     async with McpToolExecutor([stdio_spec(server_command("noisy"), name="noisy")]):
         pass
-    lines = [line for line in log_lines(captured_log) if line["event"] == "mcp.server_stderr"]
+    lines = [line for line in log_lines(verbose_log) if line["event"] == "mcp.server_stderr"]
     assert any(line["server"] == "noisy" and "noisy starting" in str(line["line"]) for line in lines)
 
 
@@ -218,37 +218,27 @@ async def test_start_error_shows_the_last_lines_of_stderr() -> None:
 
 
 def _broken_config(tmp_path: Path, good: bool) -> Path:
-    servers: dict[str, object] = {
-        "broken": {
-            "command": "python3",
-            "args": ["-c", "import sys; print('no token', file=sys.stderr); sys.exit(3)"],
-        },
-        "off": {"command": "/nonexistent/never-started", "disabled": True},
-    }
-    if good:
-        servers["good"] = {"command": sys.executable, "args": [str(SERVER_SCRIPT), "--name", "good"]}
-    config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": servers}))
-    return config
+    server = {"good": {"command": sys.executable, "args": [str(SERVER_SCRIPT), "--name", "good"]}}
+    return broken_server_config(tmp_path / "mcp.json", server if good else None)
 
 
 async def test_one_broken_server_is_a_warning_and_the_others_serve(
-    tmp_path: Path, captured_log: io.StringIO
+    tmp_path: Path, verbose_log: io.StringIO
 ) -> None:
     async with McpToolExecutor(specs_from_config(_broken_config(tmp_path, good=True))) as executor:
         who = await executor.call_tool("whoami", {})
         assert [c.name for c in executor.connections] == ["good"]
         assert list(executor.failed) == ["broken"]
     assert json.loads(who.content)["server"] == "good"
-    [warning] = [line for line in log_lines(captured_log) if line["event"] == "mcp.server_start_failed"]
+    [warning] = [line for line in log_lines(verbose_log) if line["event"] == "mcp.server_start_failed"]
     assert warning["level"] == "warn" and warning["server"] == "broken"
     assert str(warning["error"]).startswith("cannot start MCP server 'broken'") and "no token" in str(
         warning["error"]
     )
-    assert "never-started" not in captured_log.getvalue(), "a disabled server is never started"
+    assert "never-started" not in verbose_log.getvalue(), "a disabled server is never started"
 
 
-async def test_when_no_server_starts_it_is_a_start_error(tmp_path: Path, captured_log: io.StringIO) -> None:
+async def test_when_no_server_starts_it_is_a_start_error(tmp_path: Path, verbose_log: io.StringIO) -> None:
     specs = specs_from_config(_broken_config(tmp_path, good=False))
     specs.append(stdio_spec("/nonexistent/asyncai-missing", name="missing"))
     with pytest.raises(ServerStartError) as info:
@@ -258,9 +248,7 @@ async def test_when_no_server_starts_it_is_a_start_error(tmp_path: Path, capture
     assert "\n" not in message
     assert message.startswith("no MCP server could start (2 failed, see the warnings); the first: ")
     assert "cannot start MCP server 'broken'" in message
-    warned = {
-        line["server"] for line in log_lines(captured_log) if line["event"] == "mcp.server_start_failed"
-    }
+    warned = {line["server"] for line in log_lines(verbose_log) if line["event"] == "mcp.server_start_failed"}
     assert warned == {"broken", "missing"}
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from asyncai.log import configure_logging
 from asyncai.tools import McpToolExecutor, ResourceError, stdio_spec
+from tests.fakes.logs import captured_log
 from tests.fakes.servers import server_command
 
 pytestmark = pytest.mark.anyio
@@ -26,11 +26,9 @@ def resource_server(name: str) -> str:
 
 
 @pytest.fixture
-def captured_log() -> Iterator[io.StringIO]:
-    stream = io.StringIO()
-    configure_logging(verbose=False, stream=stream)
-    yield stream
-    configure_logging(verbose=False)
+def warnings() -> Iterator[io.StringIO]:
+    with captured_log() as stream:
+        yield stream
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +114,7 @@ async def test_no_resource_server_at_all() -> None:
             await executor.read_resource("x://y")
 
 
-async def test_a_server_that_dies_fails_its_resources_in_one_line(captured_log: io.StringIO) -> None:
+async def test_a_server_that_dies_fails_its_resources_in_one_line(warnings: io.StringIO) -> None:
     async with McpToolExecutor([stdio_spec(resource_server("alpha"), name="a")]) as executor:
         with pytest.raises(ResourceError) as died:
             await executor.read_resource("alpha://exit")
@@ -124,5 +122,5 @@ async def test_a_server_that_dies_fails_its_resources_in_one_line(captured_log: 
             await executor.read_resource("alpha://doc/1")
     assert str(died.value).startswith("cannot read alpha://exit: server 'a': ")
     assert str(later.value).startswith("cannot read alpha://doc/1: MCP server 'a' is not running (")
-    died_lines = [line for line in captured_log.getvalue().splitlines() if '"mcp.server_died"' in line]
+    died_lines = [line for line in warnings.getvalue().splitlines() if '"mcp.server_died"' in line]
     assert len(died_lines) == 1 and '"server": "a"' in died_lines[0]

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from asyncai.log import configure_logging
 from asyncai.tools import (
     ConfigError,
     HttpServerSpec,
@@ -20,14 +19,13 @@ from asyncai.tools import (
     stdio_spec,
 )
 from asyncai.tools.specs import expand_variables
+from tests.fakes.logs import captured_log
 
 
 @pytest.fixture
 def warnings() -> Iterator[io.StringIO]:
-    stream = io.StringIO()
-    configure_logging(verbose=False, stream=stream)
-    yield stream
-    configure_logging(verbose=False)
+    with captured_log() as stream:
+        yield stream
 
 
 def _lines(stream: io.StringIO) -> list[dict[str, Any]]:

@@ -9,15 +9,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from asyncai.log import configure_logging, decoded_or_preview, log_event, preview
+from asyncai.log import decoded_or_preview, log_event, preview
+from tests.fakes.logs import captured_log
 
 
 @pytest.fixture
 def log_stream() -> Iterator[io.StringIO]:
-    stream = io.StringIO()
-    configure_logging(verbose=True, stream=stream)
-    yield stream
-    configure_logging(verbose=False)
+    with captured_log(verbose=True) as stream:
+        yield stream
 
 
 def _strict_lines(stream: io.StringIO) -> list[dict[str, object]]:

@@ -1,0 +1,21 @@
+"""asyncai's NDJSON log captured in a string, for tests that read what was logged."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Iterator
+
+from asyncai.log import configure_logging
+
+
+@contextlib.contextmanager
+def captured_log(verbose: bool = False) -> Iterator[io.StringIO]:
+    """The log lines written while the block runs (warnings and errors, or everything when
+    ``verbose``); afterwards logging goes back to stderr at the default level."""
+    stream = io.StringIO()
+    configure_logging(verbose=verbose, stream=stream)
+    try:
+        yield stream
+    finally:
+        configure_logging(verbose=False)
