@@ -15,8 +15,10 @@ def anyio_backend() -> str:
 def _no_writes_to_the_real_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Interactive modes keep input history under XDG_STATE_HOME; tests keep it in a temp dir."""
+    """Interactive modes keep input history under XDG_STATE_HOME and sessions are recorded under
+    CLAUDE_CONFIG_DIR; tests keep both in temp dirs (the CLI subprocesses inherit them)."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path_factory.mktemp("claude")))
 
 
 def _leftover_workers() -> list[str]:

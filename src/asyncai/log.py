@@ -59,14 +59,14 @@ def json_preview(value: Any, limit: int) -> Any:
     return value if len(text) <= limit else preview(text, limit)
 
 
-def _finite(value: Any) -> Any:
+def finite(value: Any) -> Any:
     """``value`` with NaN and infinities (which JSON cannot write) turned into strings."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if isinstance(value, dict):
-        return {_finite(k): _finite(v) for k, v in value.items()}
+        return {finite(k): finite(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
+        return [finite(v) for v in value]
     return value
 
 
@@ -83,7 +83,7 @@ class NdjsonFormatter(logging.Formatter):
         try:
             return json.dumps(line, default=str, ensure_ascii=False, allow_nan=False)
         except ValueError:  # a NaN or an infinity (e.g. a tool result "1e999" decoded for the log)
-            return json.dumps(_finite(line), default=str, ensure_ascii=False, allow_nan=False)
+            return json.dumps(finite(line), default=str, ensure_ascii=False, allow_nan=False)
 
 
 def configure_logging(verbose: bool = False, stream: TextIO | None = None) -> None:

@@ -98,7 +98,11 @@ async def test_tool_round_then_answer() -> None:
         ],
     }
     assert second["messages"][3] == {"role": "tool", "tool_call_id": "abc", "content": '{"answer": 2}'}
-    assert result.messages[-1] == {"role": "assistant", "content": "It is 2."}
+    assert result.messages[-1] == Message("assistant", "It is 2.")
+    assert [m.to_wire() for m in result.messages] == [
+        *second["messages"][1:],
+        {"role": "assistant", "content": "It is 2."},
+    ]
 
 
 async def test_forced_final_round_withdraws_tools() -> None:

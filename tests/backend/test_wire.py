@@ -94,10 +94,10 @@ def test_prepare_calls_errors_and_repairs() -> None:
 
 def test_assistant_message_omits_null_content_next_to_calls() -> None:
     [call] = wire.prepare_calls([RawToolCall(id="a", name="run_code", arguments='{"code":"1"}')], TOOLS)
-    assert "content" not in wire.assistant_message(None, [call])
-    assert "content" not in wire.assistant_message("", [call])
-    assert wire.assistant_message("thinking", [call])["content"] == "thinking"
-    assert wire.assistant_message(None, []) == {"role": "assistant", "content": ""}
+    assert "content" not in wire.assistant_message(None, [call]).to_wire()
+    assert "content" not in wire.assistant_message("", [call]).to_wire()
+    assert wire.assistant_message("thinking", [call]).to_wire()["content"] == "thinking"
+    assert wire.assistant_message(None, []).to_wire() == {"role": "assistant", "content": ""}
 
 
 def test_tool_specs_are_sorted_and_stable() -> None:
@@ -112,7 +112,7 @@ def test_request_body_without_tools_has_no_tools_key() -> None:
     body = wire.build_request_body(
         config,
         history=[Message("user", "hi"), Message("assistant", "hello")],
-        run_messages=[{"role": "user", "content": "q"}],
+        run_messages=[Message("user", "q")],
         tools=None,
         final_instruction="answer now",
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from asyncai.backend import FINAL_ROUND_INSTRUCTION
+from asyncai.transcripts import is_session_id
 from tests.cli.conftest import SIMPLE, asyncai
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
 
@@ -96,9 +97,11 @@ def test_jsonl_threads_keep_their_variables_and_replies_name_their_thread() -> N
         requests = model.requests
     assert result.status == 0, result.stderr
     replies = [json.loads(line) for line in result.stdout.splitlines()]
+    session = replies[0]["session"]
+    assert is_session_id(session)
     assert replies == [
-        {"thread": "t1", "reply": "stored", "run": 1},
-        {"thread": "t1", "reply": "x+1 is 42", "run": 2},
+        {"thread": "t1", "reply": "stored", "run": 1, "session": session},
+        {"thread": "t1", "reply": "x+1 is 42", "run": 2, "session": session},
     ]
     assert requests[3]["messages"][-1] == {
         "role": "tool",
@@ -121,7 +124,7 @@ def test_jsonl_bad_line_is_answered_not_fatal() -> None:
         )
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert lines[0]["error"].startswith("not JSON")
-    assert lines[1] == {"thread": "a", "reply": "hello", "run": 1}
+    assert lines[1] == {"thread": "a", "reply": "hello", "run": 1, "session": lines[1]["session"]}
     assert result.status == 1
 
 
@@ -129,8 +132,9 @@ def test_model_server_down_is_one_line_and_exit_1() -> None:
     result = asyncai("--base-url", "http://127.0.0.1:9/v1", "--model", "m", "-p", "hello")
     assert result.status == 1
     assert result.stdout == ""
-    assert result.stderr.count("\n") == 1
-    assert "http://127.0.0.1:9/v1/chat/completions" in result.stderr and "--base-url" in result.stderr
+    error, session = result.stderr.splitlines()
+    assert "http://127.0.0.1:9/v1/chat/completions" in error and "--base-url" in error
+    assert session.startswith("session: ") and is_session_id(session.removeprefix("session: "))
 
 
 def test_missing_model_is_a_usage_error() -> None:

@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 from collections.abc import Awaitable, Callable
@@ -71,7 +72,8 @@ async def test_cancelled_chat_stops_its_run(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(agent_command, "input", typed, raising=False)
     backend = BlockingBackend()
     executor = FakeToolExecutor(thread_scopes=True)
-    await _cancel_mid_run(backend, agent_command._chat(backend, executor))  # type: ignore[arg-type]
+    runtime = Runtime(backend, executor)
+    await _cancel_mid_run(backend, agent_command._chat(runtime, executor, None))  # type: ignore[arg-type]
     assert backend.cancelled
 
 
@@ -100,4 +102,4 @@ def test_ctrl_c_while_jsonl_waits_for_stdin_exits_130_quietly() -> None:
                 process.kill()
             _, stderr = process.communicate()
     assert status == 130
-    assert stderr == ""
+    assert re.fullmatch(r"(session: [0-9a-f-]{36}\n)?", stderr), stderr  # no traceback, no noise

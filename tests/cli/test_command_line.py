@@ -114,7 +114,8 @@ def test_a_misspelled_subcommand_is_one_line_with_a_suggestion() -> None:
         (["--model", "m", "tools"], "tools does not take --model"),
         (["-p", "hi", "run-code", "-c", "1"], "run-code does not take -p"),
         (["-vp", "hi", "tools"], "tools does not take -p"),
-        (["-c", "1"], "-c is an option of run-code"),
+        (["-c", "1"], "unknown command '1'"),
+        (["--code", "1"], "--code is an option of run-code"),
         (["hello", "world"], "unknown command 'hello': the commands are tools, run-code"),
         (["run-code", "-c", "1", "snippet.py"], "FILE: not allowed with argument -c/--code"),
         (["run-code", "-c"], "-c/--code: expected one argument"),
@@ -136,8 +137,8 @@ QUOTE = "--mcp-stdio takes the whole server command as one argument: quote it, e
 
 
 def test_an_unquoted_server_command_is_caught_with_a_hint() -> None:
-    result = asyncai("--mcp-stdio", "server", "/path", "-c", "1")
-    assert result.stderr == f'asyncai: {QUOTE}"server /path -c 1"\n'
+    result = asyncai("--mcp-stdio", "server", "/path", "--port", "1")
+    assert result.stderr == f'asyncai: {QUOTE}"server /path --port 1"\n'
     assert result.status == 2
 
 

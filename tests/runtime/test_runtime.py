@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from asyncai.backend import BackendConfig, Message, ModelServerError, OpenAiCompatibleBackend, RunResult
+from asyncai.backend import (
+    BackendConfig,
+    Message,
+    ModelServerError,
+    OpenAiCompatibleBackend,
+    RunResult,
+    SessionHarness,
+)
 from asyncai.runtime import RunReply, RunRequest, Runtime
 from asyncai.tools.types import ToolCallOutput, ToolExecutor
 from tests.fakes.executors import FakeToolExecutor
@@ -48,6 +55,7 @@ class FakeBackend:
         note: str | None = None,
         thread_id: str | None = None,
         run_id: int | str | None = None,
+        session: SessionHarness | None = None,
     ) -> RunResult:
         record = RunCall(list(history), user_text, executor, note, thread_id, run_id)
         self.calls.append(record)
@@ -59,7 +67,7 @@ class FakeBackend:
         finally:
             self.active[key] -= 1
         user_message = f"{user_text}\n\n{note}" if note else user_text
-        return RunResult(reply=reply, user_message=user_message)
+        return RunResult(reply=reply, messages=(Message("user", user_message), Message("assistant", reply)))
 
 
 async def test_threads_keep_history_and_scope() -> None:
@@ -240,11 +248,17 @@ async def test_runtime_with_real_backend_keeps_thread_history_and_repl_scope() -
     assert (first.reply, second.reply) == ("stored x", "x is 1")
     assert second.result is not None and second.result.rounds == 2
     third_request = server.requests[2]["messages"]
-    assert third_request[:4] == [
+    # The thread's history is every message of the earlier run, its run_code call and result included.
+    first_call = server.requests[1]["messages"][2]
+    assert first_call["tool_calls"][0]["function"]["arguments"] == '{"code":"x = 1"}'
+    assert third_request == [
         {"role": "system", "content": "SYS"},
         {"role": "user", "content": "store x"},
+        first_call,
+        {"role": "tool", "tool_call_id": first_call["tool_calls"][0]["id"], "content": "1"},
         {"role": "assistant", "content": "stored x"},
         {"role": "user", "content": "what is x?"},
     ]
-    assert [m["content"] for m in server.requests[3]["messages"] if m["role"] == "tool"] == ["2"]
+    assert [m["content"] for m in server.requests[3]["messages"] if m["role"] == "tool"] == ["1", "2"]
+    assert runtime.history("t1")[-1] == Message("assistant", "x is 1")
     assert [c.scope for c in executor.log.calls] == ["thread:t1", "thread:t1"]

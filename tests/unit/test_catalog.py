@@ -395,7 +395,7 @@ def test_description_has_rules_contract_and_catalog_in_order() -> None:
         *HELPER_NAMES,
         "never rebind",
         "restart: true",
-        "NOT in the chat history",
+        "Only what run_code returned stays in the chat history",
         "No filesystem, environment, network or subprocess",
         "class inheritance",
         "@property",

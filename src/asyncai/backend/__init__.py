@@ -3,7 +3,15 @@
 HTTP goes through ``httpx2``, already a dependency of asyncai through ``mcp``; no extra dependency.
 """
 
-from .config import DEFAULT_SYSTEM_PROMPT, FINAL_ROUND_INSTRUCTION, NO_ANSWER_TEXT, BackendConfig, Message
+from .config import (
+    DEFAULT_SYSTEM_PROMPT,
+    FINAL_ROUND_INSTRUCTION,
+    NO_ANSWER_TEXT,
+    BackendConfig,
+    Message,
+    ToolCall,
+)
+from .harness import ModelTurn, SessionHarness
 from .metrics import TurnSummary
 from .openai import ModelServerError, OpenAiCompatibleBackend, RunResult
 
@@ -14,7 +22,10 @@ __all__ = [
     "BackendConfig",
     "Message",
     "ModelServerError",
+    "ModelTurn",
     "OpenAiCompatibleBackend",
     "RunResult",
+    "SessionHarness",
+    "ToolCall",
     "TurnSummary",
 ]

@@ -65,8 +65,40 @@ class BackendConfig:
 
 
 @dataclass(frozen=True)
-class Message:
-    """One earlier turn of a conversation thread: user or assistant text only (ADR A10)."""
+class ToolCall:
+    """A tool call of an assistant message, after repair (unique id, arguments that parse)."""
 
-    role: Literal["user", "assistant"]
-    content: str
+    id: str
+    name: str
+    arguments: str
+    """Compact JSON of the arguments, exactly as sent back to the model."""
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message as the model saw it: a user prompt, an assistant reply (text, tool calls or
+    both) or a tool result. A thread's history is a list of these, tool calls and results included,
+    so a resumed session sends the model the same messages as before (issue #9)."""
+
+    role: Literal["user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    reasoning_content: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """The chat-completions message; an assistant's empty ``content`` is left out next to tool
+        calls (some servers reject ``null`` there)."""
+        if self.role == "tool":
+            return {"role": "tool", "tool_call_id": self.tool_call_id, "content": self.content or ""}
+        message: dict[str, Any] = {"role": self.role}
+        if self.content or not self.tool_calls:
+            message["content"] = self.content or ""
+        if self.reasoning_content:
+            message["reasoning_content"] = self.reasoning_content
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        return message

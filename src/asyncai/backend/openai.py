@@ -22,6 +22,7 @@ from ..log import decoded_or_preview, dumps_compact, log_event
 from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
 from . import wire
 from .config import FINAL_ROUND_INSTRUCTION, NO_ANSWER_TEXT, BackendConfig, Message
+from .harness import ModelTurn, SessionHarness
 from .metrics import TurnSummary
 
 _ERROR_PREVIEW_CHARS = 300
@@ -40,17 +41,15 @@ class ModelServerError(Exception):
 class RunResult:
     """What one backend run produced.
 
-    ``user_message`` is the newest user message as sent (text plus note), which is what a thread's
-    history should keep; ``messages`` are this run's wire messages after repair (user, assistant
-    tool calls, tool results, final assistant text), for transcripts.
+    ``messages`` are this run's messages as the model saw them, after repair (the user message with
+    its note, assistant tool calls, tool results, the final reply): what a thread's history keeps.
     """
 
     reply: str
-    user_message: str
+    messages: tuple[Message, ...]
     rounds: int = 0
     final_round_forced: bool = False
     summary: TurnSummary = field(default_factory=TurnSummary)
-    messages: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass
@@ -187,20 +186,25 @@ class OpenAiCompatibleBackend:
         note: str | None = None,
         thread_id: str | None = None,
         run_id: int | str | None = None,
+        session: SessionHarness | None = None,
     ) -> RunResult:
         """Answer ``user_text`` in up to ``max_rounds`` model rounds, running tool calls on ``executor``.
 
-        Raises :class:`ModelServerError` when the model server fails; tool failures never raise,
-        they become error tool results the model can read.
+        ``history`` is the thread's earlier messages; ``session`` receives this run's messages as
+        they happen. Raises :class:`ModelServerError` when the model server fails; tool failures
+        never raise, they become error tool results the model can read.
         """
         definitions = executor.tools()
         tools_by_name: dict[str, ToolDefinition] = {t.name: t for t in definitions}
         tool_json = wire.tool_specs(definitions)
         tool_names = [t["function"]["name"] for t in tool_json]
-        user_message = wire.user_message_text(user_text, note)
-        run_messages: list[dict[str, Any]] = [{"role": "user", "content": user_message}]
+        user_message = Message("user", wire.user_message_text(user_text, note))
+        run_messages: list[Message] = [user_message]
+        if session is not None:
+            session.user_turn(user_message)
         summary = TurnSummary(thread=thread_id, run=run_id)
-        used_ids: set[str] = set()
+        # Call ids stay unique over the whole conversation: transcripts and some servers need it.
+        used_ids = {call.id for message in history for call in message.tool_calls}
         reply: str | None = None
         try:
             for round_number in range(1, self.config.max_rounds + 1):
@@ -234,15 +238,24 @@ class OpenAiCompatibleBackend:
                         )
                     reply = turn.content.strip() if turn.content else ""
                     reply = reply or NO_ANSWER_TEXT
-                    run_messages.append(wire.assistant_message(reply, [], turn.reasoning_content))
+                    final_message = wire.assistant_message(reply, [], turn.reasoning_content)
+                    run_messages.append(final_message)
+                    if session is not None:
+                        session.final_reply(final_message, self._model_turn(turn))
                     break
                 calls = wire.prepare_calls(turn.tool_calls, tools_by_name, used_ids)
                 used_ids.update(c.id for c in calls)
-                run_messages.append(wire.assistant_message(turn.content, calls, turn.reasoning_content))
+                calls_message = wire.assistant_message(turn.content, calls, turn.reasoning_content)
+                run_messages.append(calls_message)
+                if session is not None:
+                    session.assistant_turn(calls_message, self._model_turn(turn))
                 outputs = await asyncio.gather(*(self._call(executor, c) for c in calls))
                 for call, output in zip(calls, outputs, strict=True):
                     summary.add_output(output)
-                    run_messages.append(wire.tool_message(call.id, output.content))
+                    result_message = wire.tool_message(call.id, output.content)
+                    run_messages.append(result_message)
+                    if session is not None:
+                        session.tool_result(result_message, output)
         except ModelServerError as exc:
             summary.error = str(exc)
             raise
@@ -251,12 +264,14 @@ class OpenAiCompatibleBackend:
         assert reply is not None
         return RunResult(
             reply=reply,
-            user_message=user_message,
+            messages=tuple(run_messages),
             rounds=summary.rounds,
             final_round_forced=summary.final_round_forced,
             summary=summary,
-            messages=tuple(run_messages),
         )
+
+    def _model_turn(self, turn: wire.AssistantTurn) -> ModelTurn:
+        return ModelTurn(model=self.config.model, finish_reason=turn.finish_reason, usage=turn.usage)
 
     async def _call(self, executor: ToolExecutor, call: wire.PreparedCall) -> ToolCallOutput:
         extra: dict[str, Any] = {"error": call.error} if call.error is not None else {}

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..log import dumps_compact, preview
 from ..tools.types import ToolDefinition
-from .config import BackendConfig, Message
+from .config import BackendConfig, Message, ToolCall
 
 ARGUMENT_PREVIEW_CHARS = 200
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?[ \t]*```", re.DOTALL)
@@ -50,19 +50,19 @@ def build_request_body(
     config: BackendConfig,
     *,
     history: Sequence[Message],
-    run_messages: Sequence[Mapping[str, Any]],
+    run_messages: Sequence[Message],
     tools: Sequence[Mapping[str, Any]] | None,
     final_instruction: str | None = None,
 ) -> dict[str, Any]:
     """One chat-completions request body.
 
-    The system prompt comes first, then the thread's earlier text turns, then this run's messages.
+    The system prompt comes first, then the thread's earlier messages, then this run's messages.
     ``tools=None`` (or empty) leaves the ``tools`` key out entirely; ``final_instruction`` is appended
     as a user message (the tool-free final round).
     """
     messages: list[dict[str, Any]] = [{"role": "system", "content": config.system_prompt}]
-    messages.extend({"role": m.role, "content": m.content} for m in history)
-    messages.extend(dict(m) for m in run_messages)
+    messages.extend(m.to_wire() for m in history)
+    messages.extend(m.to_wire() for m in run_messages)
     if final_instruction is not None:
         messages.append({"role": "user", "content": final_instruction})
     body: dict[str, Any] = {"model": config.model, "messages": messages}
@@ -492,20 +492,15 @@ def prepare_calls(
 
 def assistant_message(
     content: str | None, calls: Sequence[PreparedCall], reasoning_content: str | None = None
-) -> dict[str, Any]:
-    """The assistant message to send back; ``content`` is left out when empty next to tool calls."""
-    message: dict[str, Any] = {"role": "assistant"}
-    if content or not calls:
-        message["content"] = content or ""
-    if reasoning_content:
-        message["reasoning_content"] = reasoning_content
-    if calls:
-        message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
-            for c in calls
-        ]
-    return message
+) -> Message:
+    """The assistant message to keep and send back (repaired calls, never the corrupt originals)."""
+    return Message(
+        role="assistant",
+        content=content,
+        tool_calls=tuple(ToolCall(c.id, c.name, c.arguments_json) for c in calls),
+        reasoning_content=reasoning_content or None,
+    )
 
 
-def tool_message(call_id: str, content: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call_id, "content": content}
+def tool_message(call_id: str, content: str) -> Message:
+    return Message(role="tool", content=content, tool_call_id=call_id)

@@ -18,6 +18,7 @@ from ..code_mode import CodeModeToolExecutor
 from ..runtime import RunReply, RunRequest, Runtime
 from .blocking import read_in_thread
 from .history import line_editing
+from .sessions import SessionRecorder, add_session_options, session_recorder
 from .settings import (
     Settings,
     UsageError,
@@ -36,6 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("-p", "--prompt", help="one-shot: answer PROMPT, print only the reply, exit")
     mode.add_argument("--jsonl", action="store_true", default=None, help="JSON lines on stdin/stdout")
     add_model_options(parser)
+    add_session_options(parser)
     add_mcp_options(parser)
     add_code_options(parser)
 
@@ -89,12 +91,18 @@ async def run(settings: Settings) -> int:
         prompt = sys.stdin.read()
         if not prompt.strip():
             raise UsageError("empty prompt on stdin")
+    recorder = session_recorder(settings)
     async with code_mode_executor(settings) as executor, OpenAiCompatibleBackend(config) as backend:
-        if jsonl:
-            return await _jsonl(Runtime(backend, executor), sys.stdin, sys.stdout)
-        if prompt is not None:
-            return await _one_shot(Runtime(backend, executor), prompt)
-        return await _chat(backend, executor)
+        runtime = Runtime(backend, executor, sessions=recorder)
+        try:
+            if jsonl:
+                return await _jsonl(runtime, sys.stdin, sys.stdout)
+            if prompt is not None:
+                return await _one_shot(runtime, prompt)
+            return await _chat(runtime, executor, recorder)
+        finally:
+            if recorder is not None:
+                recorder.announce()
 
 
 async def _one_shot(runtime: Runtime, prompt: str) -> int:
@@ -153,11 +161,16 @@ async def _jsonl(runtime: Runtime, source: TextIO, out: TextIO) -> int:
     return 1 if failed else 0
 
 
-async def _chat(backend: OpenAiCompatibleBackend, executor: CodeModeToolExecutor) -> int:
-    """Interactive chat on one thread: readline history, /exit, /restart (clear the REPL), /new."""
-    runtime = Runtime(backend, executor)
+async def _chat(runtime: Runtime, executor: CodeModeToolExecutor, recorder: SessionRecorder | None) -> int:
+    """Interactive chat on one thread: readline history, /exit, /restart (clear the REPL), /new (a new
+    thread, recorded as a new session)."""
     thread = _new_thread_id()
     print("asyncai chat. /exit quits, /restart clears the REPL, /new starts a new thread.", file=sys.stderr)
+    if recorder is not None and recorder.resumed is not None:
+        earlier = len(recorder.resumed.messages())
+        print(
+            f"(continuing session {recorder.resumed.session_id}: {earlier} earlier messages)", file=sys.stderr
+        )
     try:
         with line_editing("chat"):
             await _chat_loop(runtime, executor, thread)

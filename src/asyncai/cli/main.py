@@ -13,12 +13,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from ..code_mode import SandboxConfigError
 from ..log import configure_logging
 from ..tools import ConfigError, ServerStartError
-from . import agent_command, run_code_command, shutdown, terminal, tools_command
+from . import agent_command, run_code_command, sessions_command, shutdown, terminal, tools_command
 from .parsing import MergingSubParsers, Parser, check_argv, known_keys, subcommands, suppress_defaults
 from .settings import Settings, UsageError, resolve
 
 Command = Callable[[Settings], Awaitable[int]]
-SUBCOMMANDS: dict[str, Command] = {"tools": tools_command.run, "run-code": run_code_command.run}
+SUBCOMMANDS: dict[str, Command] = {
+    "tools": tools_command.run,
+    "run-code": run_code_command.run,
+    "sessions": sessions_command.run,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,9 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="An agent whose model drives MCP tools by writing Python that runs in the Monty sandbox.",
     )
     agent_command.add_arguments(parser)
-    subparsers = parser.add_subparsers(dest="command", metavar="{tools,run-code}", action=MergingSubParsers)
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="{tools,run-code,sessions}", action=MergingSubParsers
+    )
     tools_command.add_parser(subparsers)
     run_code_command.add_parser(subparsers)
+    sessions_command.add_parser(subparsers)
     for subparser in subcommands(parser).values():
         suppress_defaults(subparser)  # options given before the subcommand stay
     return parser

@@ -464,9 +464,9 @@ else its text parsed as JSON when it parses, else the text as a str. Images, aud
 resources are dicts: {{"type": "image", "mime_type": ..., "data": "<base64>"}}; a result of several \
 parts is a list. A function marked -> Any has no output schema: inspect a small sample before \
 relying on its shape.
-- Variables persist across run_code calls in this conversation; restart: true clears them. Earlier \
-tool results are NOT in the chat history: keep large data in variables and reuse it instead of \
-fetching again.
+- Variables persist across run_code calls in this conversation; restart: true clears them. Only \
+what run_code returned stays in the chat history: keep large data in variables and reuse it instead \
+of fetching again.
 - No filesystem, environment, network or subprocess access: the functions below are the only way out.
 - Not supported: class inheritance (so no custom exception classes), method decorators such as \
 @property, generators/yield, del, globals(); modules such as operator, io, textwrap and statistics \

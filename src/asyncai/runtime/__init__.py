@@ -1,5 +1,23 @@
 """The runtime: conversation threads, one run at a time per thread, coalesced follow-up runs."""
 
-from .runtime import ReplyCallback, RunBackend, RunReply, RunRequest, Runtime, coalesce
+from .runtime import (
+    ReplyCallback,
+    RunBackend,
+    RunReply,
+    RunRequest,
+    Runtime,
+    Session,
+    SessionFactory,
+    coalesce,
+)
 
-__all__ = ["ReplyCallback", "RunBackend", "RunReply", "RunRequest", "Runtime", "coalesce"]
+__all__ = [
+    "ReplyCallback",
+    "RunBackend",
+    "RunReply",
+    "RunRequest",
+    "Runtime",
+    "Session",
+    "SessionFactory",
+    "coalesce",
+]

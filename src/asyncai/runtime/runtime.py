@@ -3,7 +3,13 @@
 * Runs on one thread never overlap. Messages that arrive while a thread is busy wait; when the
   run ends, every waiting message is coalesced into one follow-up run (texts joined with blank
   lines). Runs on different threads proceed concurrently.
-* Each thread keeps the user and assistant text of its earlier runs (never tool results).
+* Each thread keeps the messages of its earlier runs as the model saw them, tool calls and results
+  included (issue #9 overrides A10's text-only history: a resumed session must show the model the
+  same messages as before).
+* With a session factory, each thread records into its own session (a Claude Code transcript):
+  the session's loaded history starts the thread, its one-time note (the sandbox was restarted)
+  goes into the first run, and every run's messages are recorded as they happen. A failed run's
+  records stay in the file, off the chain the next run continues.
 * Each run uses ``executor.thread_scope(thread_id)`` when the executor has one, else a fresh
   ``executor.run_scope()`` (closed after the run), else the executor itself; the scope's
   ``context_note()`` goes into the run's newest user message.
@@ -26,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..backend.config import Message
+from ..backend.harness import SessionHarness
 from ..backend.openai import RunResult
 from ..log import log_event
 from ..tools.types import ToolExecutor
@@ -44,7 +51,7 @@ class RunReply:
     """The answer of one run; shared by every message the run answered.
 
     ``reply`` is empty and ``error`` set when the run failed. ``result`` is the backend's result
-    (``None`` on failure).
+    (``None`` on failure). ``session`` is the id of the session the thread records into.
     """
 
     thread_id: str
@@ -53,14 +60,18 @@ class RunReply:
     texts: tuple[str, ...]
     error: str | None = None
     result: RunResult | None = field(default=None, compare=False, repr=False)
+    session: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
     def to_json(self) -> dict[str, Any]:
-        """The JSONL line for this run: ``{"thread", "reply", "run"}`` plus ``error`` on failure."""
+        """The JSONL line for this run: ``{"thread", "reply", "run"}``, plus ``session`` when the
+        thread is recorded and ``error`` on failure."""
         line: dict[str, Any] = {"thread": self.thread_id, "reply": self.reply, "run": self.run}
+        if self.session is not None:
+            line["session"] = self.session
         if self.error is not None:
             line["error"] = self.error
         return line
@@ -78,8 +89,33 @@ class RunBackend(Protocol):
         note: str | None = None,
         thread_id: str | None = None,
         run_id: int | str | None = None,
+        session: SessionHarness | None = None,
     ) -> RunResult: ...
 
+
+class Session(SessionHarness, Protocol):
+    """A thread's recorded session: the harness plus what the runtime needs around each run."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    def history(self) -> list[Message]:
+        """The messages a resumed session starts the thread with (empty for a new one)."""
+        ...
+
+    def note(self) -> str | None:
+        """A note for the next run's user message until a run succeeds (the sandbox restarted)."""
+        ...
+
+    def begin_run(self) -> None:
+        """A run starts: its records continue the chain of the last successful run."""
+
+    def end_run(self, ok: bool) -> None:
+        """The run ended; a failed or cancelled one is left off the chain the next run continues."""
+
+
+SessionFactory = Callable[[str], Session | None]
+"""The session a new thread records into (by thread id), or ``None`` for no recording."""
 
 ReplyCallback = Callable[[RunReply], Awaitable[None] | None]
 
@@ -93,6 +129,7 @@ class _Pending:
 @dataclass
 class _Thread:
     thread_id: str
+    session: Session | None = None
     history: list[Message] = field(default_factory=list)
     pending: list[_Pending] = field(default_factory=list)
     worker: asyncio.Task[None] | None = None
@@ -112,10 +149,12 @@ class Runtime:
         executor: ToolExecutor,
         *,
         on_reply: ReplyCallback | None = None,
+        sessions: SessionFactory | None = None,
     ) -> None:
         self.backend = backend
         self.executor = executor
         self.on_reply = on_reply
+        self.sessions = sessions
         self._threads: dict[str, _Thread] = {}
         self._runs = 0
         self._idle = asyncio.Event()
@@ -135,9 +174,7 @@ class Runtime:
             raise RuntimeError("the runtime is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[RunReply] = loop.create_future()
-        thread = self._threads.get(request.thread_id)
-        if thread is None:
-            thread = self._threads[request.thread_id] = _Thread(request.thread_id)
+        thread = self._threads.get(request.thread_id) or self._new_thread(request.thread_id)
         thread.pending.append(_Pending(request.text, future))
         if thread.worker is None:
             self._idle.clear()
@@ -149,9 +186,20 @@ class Runtime:
         return await self.post(request)
 
     def history(self, thread_id: str) -> list[Message]:
-        """A copy of a thread's history (user and assistant text of its successful runs)."""
+        """A copy of a thread's history (the messages of its successful runs)."""
         thread = self._threads.get(thread_id)
         return list(thread.history) if thread else []
+
+    def session(self, thread_id: str) -> Session | None:
+        """The session a thread records into (``None`` before its first message or without one)."""
+        thread = self._threads.get(thread_id)
+        return thread.session if thread else None
+
+    def _new_thread(self, thread_id: str) -> _Thread:
+        session = self.sessions(thread_id) if self.sessions is not None else None
+        history = session.history() if session is not None else []
+        thread = self._threads[thread_id] = _Thread(thread_id, session=session, history=history)
+        return thread
 
     def busy(self, thread_id: str) -> bool:
         thread = self._threads.get(thread_id)
@@ -203,23 +251,33 @@ class Runtime:
         user_text = coalesce(texts)
         log_event("runtime.run_start", thread=thread.thread_id, run=run, messages=len(texts))
         run_scope: ToolExecutor | None = None
+        session = thread.session
+        session_id = session.session_id if session is not None else None
+        ok = False
         try:
             scope = self.executor.thread_scope(thread.thread_id)
             if scope is None:
                 scope = run_scope = self.executor.run_scope()
             if scope is None:
                 scope = self.executor
+            if session is not None:
+                session.begin_run()
             try:
                 with scope.hold():  # the thread's REPL is not evicted while this run uses it
+                    notes = [session.note() if session is not None else None, scope.context_note()]
                     result = await self.backend.run(
                         history=list(thread.history),
                         user_text=user_text,
                         executor=scope,
-                        note=scope.context_note(),
+                        note="\n".join(note for note in notes if note) or None,
                         thread_id=thread.thread_id,
                         run_id=run,
+                        session=session,
                     )
+                ok = True
             finally:
+                if session is not None:
+                    session.end_run(ok)
                 if run_scope is not None:
                     await run_scope.aclose()
         except Exception as exc:
@@ -233,12 +291,23 @@ class Runtime:
                 error=message,
                 error_type=type(exc).__name__,
             )
-            return RunReply(thread_id=thread.thread_id, run=run, reply="", texts=tuple(texts), error=message)
-        thread.history.append(Message("user", result.user_message))
-        thread.history.append(Message("assistant", result.reply))
+            return RunReply(
+                thread_id=thread.thread_id,
+                run=run,
+                reply="",
+                texts=tuple(texts),
+                error=message,
+                session=session_id,
+            )
+        thread.history.extend(result.messages)
         log_event("runtime.run_end", thread=thread.thread_id, run=run)
         return RunReply(
-            thread_id=thread.thread_id, run=run, reply=result.reply, texts=tuple(texts), result=result
+            thread_id=thread.thread_id,
+            run=run,
+            reply=result.reply,
+            texts=tuple(texts),
+            result=result,
+            session=session_id,
         )
 
     async def _deliver(self, reply: RunReply) -> None:

@@ -1,0 +1,152 @@
+"""Which session each thread records into, from ``--no-session``, ``--session-id``, ``--resume`` and
+``-c``; and the ``session: <uuid>`` line a run ends with."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import uuid
+from pathlib import Path
+
+from ..log import log_event, logger
+from ..transcripts import (
+    ClaudeCodeSession,
+    Transcript,
+    TranscriptError,
+    find_session,
+    is_session_id,
+    load_transcript,
+    newest_session,
+    project_dir,
+    session_path,
+)
+from .settings import Settings, UsageError
+
+NO_SESSION_HINT = "pass --no-session to run without recording"
+
+
+def add_session_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("sessions (Claude Code transcripts)")
+    choice = group.add_mutually_exclusive_group()
+    choice.add_argument("--resume", metavar="UUID", help="continue session UUID: the model gets its history")
+    choice.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_session",
+        action="store_true",
+        default=None,
+        help="continue the newest session of this directory",
+    )
+    choice.add_argument("--session-id", metavar="UUID", help="record the new session under this id")
+    group.add_argument("--no-session", action="store_true", default=None, help="do not record this session")
+
+
+def working_directory() -> str:
+    try:
+        return os.getcwd()
+    except OSError as exc:
+        raise UsageError(f"cannot record a session: the working directory is gone ({exc.strerror})") from None
+
+
+def _session_id(value: str, option: str) -> str:
+    if not is_session_id(value):
+        raise UsageError(f"{option} takes a session id (a UUID such as {uuid.uuid4()}), not {value!r}")
+    return value.lower()
+
+
+def _resumed(settings: Settings, cwd: str) -> Transcript | None:
+    resume = settings.text("resume")
+    directory = project_dir(cwd)
+    if resume is not None:
+        session_id = _session_id(resume, "--resume")
+        path = find_session(session_id, cwd)
+        if path is None:
+            raise UsageError(f"no session {session_id} in {directory} (asyncai sessions lists them)")
+    elif settings.switch("continue_session"):
+        path = newest_session(directory)
+        if path is None:
+            raise UsageError(f"no session to continue: none recorded for {cwd} in {directory}")
+    else:
+        return None
+    try:
+        return load_transcript(path)
+    except TranscriptError as exc:
+        raise UsageError(str(exc)) from None
+
+
+class SessionRecorder:
+    """The runtime's session factory: the first thread gets the resumed or named session, every
+    later thread (``/new`` in chat, other ``--jsonl`` threads) a new one."""
+
+    def __init__(self, cwd: str, *, resumed: Transcript | None = None, first_id: str | None = None) -> None:
+        self.cwd = cwd
+        self.resumed = resumed
+        self.first_id = first_id
+        self.sessions: list[ClaudeCodeSession] = []
+
+    def __call__(self, thread_id: str) -> ClaudeCodeSession:
+        if not self.sessions and self.resumed is not None:
+            session = ClaudeCodeSession.resumed(self.resumed, self.cwd)
+        else:
+            session_id = self.first_id if not self.sessions and self.first_id else str(uuid.uuid4())
+            session = ClaudeCodeSession.new(session_path(self.cwd, session_id), self.cwd)
+        self.sessions.append(session)
+        return session
+
+    def announce(self) -> None:
+        """``session: <uuid>`` on stderr for every session that was written (the NDJSON event
+        ``session`` with ``--verbose``, where stderr is all NDJSON)."""
+        for session in self.sessions:
+            if not session.writer.written:
+                continue
+            if logger.isEnabledFor(logging.INFO):
+                log_event("session", id=session.session_id, path=str(session.path))
+            else:
+                print(f"session: {session.session_id}", file=sys.stderr, flush=True)
+
+
+def session_recorder(settings: Settings) -> SessionRecorder | None:
+    """What the session options ask for, checked before any server starts; ``None`` with
+    ``--no-session``. A bad id, a missing session or a file that is no transcript is a
+    ``UsageError``."""
+    given = [
+        option
+        for option, key in (
+            ("--resume", "resume"),
+            ("--continue", "continue_session"),
+            ("--session-id", "session_id"),
+        )
+        if settings.get(key) not in (None, False)
+    ]
+    if settings.switch("no_session"):
+        if given:
+            raise UsageError(f"--no-session cannot be combined with {given[0]}")
+        return None
+    cwd = working_directory()
+    resumed = _resumed(settings, cwd)
+    first_id = None
+    if (chosen := settings.text("session_id")) is not None:
+        first_id = _session_id(chosen, "--session-id")
+        if find_session(first_id, cwd) is not None:
+            raise UsageError(f"session {first_id} already exists: continue it with --resume {first_id}")
+    directory = resumed.path.parent if resumed is not None else project_dir(cwd)
+    problem = _unwritable(directory)
+    if problem is not None:
+        message = f"cannot record sessions in {directory}: {problem}"
+        if resumed is not None or first_id is not None:
+            raise UsageError(f"{message} ({NO_SESSION_HINT})")
+        # Recording is a default the user did not ask for: it must not stop the run.
+        print(f"asyncai: warning: {message}; this run is not recorded", file=sys.stderr)
+        return None
+    return SessionRecorder(cwd, resumed=resumed, first_id=first_id)
+
+
+def _unwritable(directory: Path) -> str | None:
+    """Why sessions cannot be written to ``directory`` (created if missing), or ``None``."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None if os.access(directory, os.W_OK) else "not writable"
