@@ -28,9 +28,13 @@ class CliResult:
 
 
 def asyncai(
-    *args: str, stdin: str | None = None, env: dict[str, str] | None = None, timeout: float = 120
+    *args: str,
+    stdin: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    cwd: Path | None = None,
 ) -> CliResult:
-    """Run the installed ``asyncai`` command; stdin is closed (not a terminal) unless given."""
+    """Run the installed ``asyncai`` command (in ``cwd``); stdin is closed (not a terminal) unless given."""
     full_env = {**os.environ, "HOME": os.environ.get("ASYNCAI_TEST_HOME", "/nonexistent-home"), **(env or {})}
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ASYNCAI_MODEL"):
         if env is None or name not in env:
@@ -42,6 +46,7 @@ def asyncai(
         text=True,
         timeout=timeout,
         env=full_env,
+        cwd=cwd,
     )
     assert process.returncode >= 0, (
         f"asyncai died from signal {-process.returncode}: {process.stderr[-2000:]}"

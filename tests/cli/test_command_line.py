@@ -150,6 +150,8 @@ def test_an_unquoted_server_command_is_caught_with_a_hint() -> None:
         (["tools", "--mcp-stdio", "npx", "-y", "pkg"], '"npx -y pkg"'),
         (["--mcp-stdio=server", "--port", "1", "-v"], '"server --port 1"'),
         (["--mcp-stdio", "srv", "a b", "c"], "\"srv 'a b' c\""),
+        (["--mcp-stdio", "server", "/path", "-c", "1"], '"server /path -c 1"'),  # -c is asyncai's flag
+        (["--mcp-stdio", "server", "/path", "-v", "tools"], '"server /path"'),
         (["run-code", "--mcp-stdio", "server", "/path", "-c", "1"], '"server /path"'),
         (["run-code", "--mcp-stdio", "server", "a", "b"], '"server a b"'),
         (["run-code", "--mcp-stdio", "npx", "-y", "pkg", "-c", "1"], '"npx -y pkg"'),

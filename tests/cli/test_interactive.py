@@ -67,6 +67,21 @@ def test_chat_new_starts_a_thread_without_history(tmp_path: Path) -> None:
         requests = model.requests
     assert result.returncode == 0
     assert [m["content"] for m in requests[1]["messages"] if m["role"] == "user"] == ["second"]
+    # Each thread is a session of its own; both are named when chat ends, and the second can be resumed.
+    sessions = [
+        line.removeprefix("session: ") for line in result.stderr.splitlines() if line.startswith("session: ")
+    ]
+    assert len(set(sessions)) == 2
+    with ScriptedOpenAI([text_reply("three")]) as model:
+        resumed = _on_a_terminal(
+            ["--base-url", model.base_url, "--model", "m", "--resume", sessions[1]],
+            "third\n/exit\n",
+            tmp_path,
+        )
+        [request] = model.requests
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"(continuing session {sessions[1]}: 2 earlier messages)" in resumed.stderr
+    assert [m["content"] for m in request["messages"][1:]] == ["second", "two", "third"]
 
 
 def test_run_code_interactive_repl(tmp_path: Path) -> None:

@@ -271,12 +271,25 @@ class _Scan:
         return False
 
     def _server_words(self, start: int) -> Iterator[str]:
-        """The tokens from ``start`` up to the next option this parser knows (or a subcommand)."""
-        for token in self.argv[start:]:
-            known = token.startswith("-") and _match(self.parser, token) is not None
-            if token == "--" or known or (self.parser is self.top and token in self.commands):
+        """The tokens from ``start`` up to the next option this parser knows (or a subcommand).
+
+        A known flag followed by a stray word is taken as the server's too: in
+        ``--mcp-stdio server /path -c 1`` the ``1`` cannot be asyncai's, so ``-c`` was not either.
+        """
+        tokens = self.argv[start:]
+        for index, token in enumerate(tokens):
+            option = _match(self.parser, token) if token.startswith("-") else None
+            following = tokens[index + 1] if index + 1 < len(tokens) else None
+            stray = following is not None and not self._is_word_of_ours(following)
+            if option is not None and not option.takes_next and option.value is None and stray:
+                option = None
+            if token == "--" or option is not None or (self.parser is self.top and token in self.commands):
                 return
             yield token
+
+    def _is_word_of_ours(self, token: str) -> bool:
+        """Whether asyncai reads ``token`` as an option or a subcommand."""
+        return _is_option(self.parser, token) or (self.parser is self.top and token in self.commands)
 
     def _unquoted(self, server: _Server) -> UsageError:
         words = _quoted([server.command, *self._server_words(server.next_index)])
