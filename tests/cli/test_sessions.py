@@ -314,3 +314,63 @@ def test_sessions_lists_nothing_in_a_new_directory(project: Path) -> None:
     result = asyncai("sessions", cwd=project)
     assert result.status == 0
     assert result.stdout.startswith(f"no sessions recorded for {project}")
+
+
+def test_a_failed_run_is_not_sent_again_on_resume(project: Path, claude_dir: Path) -> None:
+    with ScriptedOpenAI([text_reply("one")]) as model:
+        session_id = session_of(ask(model, project, "-p", "q1"))
+    with ScriptedOpenAI([{"status": 400, "error": "bad request"}]) as model:
+        failed = ask(model, project, "--resume", session_id, "-p", "q2 fails")
+    assert failed.status == 1 and session_of(failed) == session_id
+    with ScriptedOpenAI([text_reply("three")]) as model:
+        ask(model, project, "--resume", session_id, "-p", "q3")
+        [request] = model.requests
+    assert [m["content"] for m in request["messages"][1:]] == ["q1", "one", "q3"]
+    path = sessions_dir(claude_dir, project) / f"{session_id}.jsonl"
+    assert "q2 fails" in path.read_text()  # kept in the file, on a branch of its own
+    seen = [*request["messages"], {"role": "assistant", "content": "three"}]
+    assert claude_code.conversation(path) == claude_code.from_openai(seen)
+
+
+def test_session_files_named_in_upper_case_resume_by_the_listed_id(project: Path, claude_dir: Path) -> None:
+    with ScriptedOpenAI([text_reply("one")]) as model:
+        session_id = session_of(ask(model, project, "-p", "q1"))
+    directory = sessions_dir(claude_dir, project)
+    (directory / f"{session_id}.jsonl").rename(directory / f"{session_id.upper()}.jsonl")
+    listed = asyncai("sessions", cwd=project).stdout.splitlines()[1].split()[0]
+    assert listed == session_id.upper()
+    with ScriptedOpenAI([text_reply("two")]) as model:
+        result = ask(model, project, "--resume", listed, "-p", "q2")
+        [request] = model.requests
+    assert result.status == 0, result.stderr
+    assert [m["content"] for m in request["messages"][1:]] == ["q1", "one", "q2"]
+
+
+def test_config_no_session_yields_to_a_typed_session_option(project: Path, claude_dir: Path) -> None:
+    config = project / "config.toml"
+    config.write_text(f'no_session = true\nresume = "{uuid.uuid4()}"\n')
+    with ScriptedOpenAI([text_reply("a"), text_reply("b")]) as model:
+        quiet = ask(model, project, "--config", str(config), "-p", "q")
+        named = ask(model, project, "--config", str(config), "--session-id", str(uuid.uuid4()), "-p", "q")
+    warning = f"asyncai: warning: config file {config}: --resume can only be given on the command line"
+    assert quiet.stderr.splitlines() == [warning]  # recorded nothing, and the resume key was ignored
+    assert quiet.status == 0
+    assert named.status == 0 and session_of(named)
+    both = asyncai("--config", str(config), "--model", "m", "--no-session", "-c", "-p", "q", cwd=project)
+    assert both.stderr.endswith("asyncai: --no-session cannot be combined with --continue\n")
+
+
+def test_a_sessions_directory_that_cannot_be_searched_is_one_line(project: Path, tmp_path: Path) -> None:
+    too_long = tmp_path / ("x" * 300)  # ENAMETOOLONG from the file system
+    result = asyncai(
+        "--model",
+        "m",
+        "--resume",
+        str(uuid.uuid4()),
+        "-p",
+        "q",
+        cwd=project,
+        env={"CLAUDE_CONFIG_DIR": str(too_long)},
+    )
+    assert result.status == 2
+    assert result.stderr.startswith("asyncai: cannot look for session ") and result.stderr.count("\n") == 1

@@ -324,8 +324,10 @@ def _preview_raw(raw: Any) -> str:
 
 
 def _jsonable(value: Any) -> bool:
+    """Whether ``value`` is strict JSON: NaN and infinities are not (a transcript could not keep
+    them, and many servers reject them)."""
     try:
-        json.dumps(value)
+        json.dumps(value, allow_nan=False)
     except (TypeError, ValueError):
         return False
     return True
@@ -389,7 +391,11 @@ def parse_arguments(raw: Any) -> dict[str, Any] | ArgumentsError:
         if isinstance(inner, dict):
             value = inner
     if isinstance(value, dict):
-        return value
+        return (
+            value
+            if _jsonable(value)
+            else ArgumentsError("not strict JSON (NaN or Infinity)", _preview_raw(raw))
+        )
     if value is _NOT_DECODED:
         return ArgumentsError("not a JSON object", _preview_raw(raw))
     kinds = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}

@@ -20,6 +20,7 @@ from ..transcripts import (
     load_transcript,
     newest_session,
     project_dir,
+    project_dirs,
     session_path,
 )
 from .settings import Settings, UsageError
@@ -53,7 +54,14 @@ def working_directory() -> str:
 def _session_id(value: str, option: str) -> str:
     if not is_session_id(value):
         raise UsageError(f"{option} takes a session id (a UUID such as {uuid.uuid4()}), not {value!r}")
-    return value.lower()
+    return value
+
+
+def _find(session_id: str, cwd: str) -> Path | None:
+    try:
+        return find_session(session_id, cwd)
+    except OSError as exc:
+        raise UsageError(f"cannot look for session {session_id}: {exc.strerror or exc}") from None
 
 
 def _resumed(settings: Settings, cwd: str) -> Transcript | None:
@@ -61,11 +69,11 @@ def _resumed(settings: Settings, cwd: str) -> Transcript | None:
     directory = project_dir(cwd)
     if resume is not None:
         session_id = _session_id(resume, "--resume")
-        path = find_session(session_id, cwd)
+        path = _find(session_id, cwd)
         if path is None:
             raise UsageError(f"no session {session_id} in {directory} (asyncai sessions lists them)")
     elif settings.switch("continue_session"):
-        path = newest_session(directory)
+        path = newest_session(project_dirs(cwd))
         if path is None:
             raise UsageError(f"no session to continue: none recorded for {cwd} in {directory}")
     else:
@@ -111,25 +119,20 @@ def session_recorder(settings: Settings) -> SessionRecorder | None:
     """What the session options ask for, checked before any server starts; ``None`` with
     ``--no-session``. A bad id, a missing session or a file that is no transcript is a
     ``UsageError``."""
-    given = [
-        option
-        for option, key in (
-            ("--resume", "resume"),
-            ("--continue", "continue_session"),
-            ("--session-id", "session_id"),
-        )
-        if settings.get(key) not in (None, False)
-    ]
+    choices = {"--resume": "resume", "--continue": "continue_session", "--session-id": "session_id"}
+    given = [option for option, key in choices.items() if settings.get(key) not in (None, False)]
     if settings.switch("no_session"):
-        if given:
+        if given and "no_session" in settings.flags:
             raise UsageError(f"--no-session cannot be combined with {given[0]}")
-        return None
+        if not given:
+            return None
+        # no_session from the config file: a session option typed for this run wins.
     cwd = working_directory()
     resumed = _resumed(settings, cwd)
     first_id = None
     if (chosen := settings.text("session_id")) is not None:
-        first_id = _session_id(chosen, "--session-id")
-        if find_session(first_id, cwd) is not None:
+        first_id = _session_id(chosen, "--session-id").lower()
+        if _find(first_id, cwd) is not None:
             raise UsageError(f"session {first_id} already exists: continue it with --resume {first_id}")
     directory = resumed.path.parent if resumed is not None else project_dir(cwd)
     problem = _unwritable(directory)

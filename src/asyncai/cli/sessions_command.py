@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TextIO
 
-from ..transcripts import SessionInfo, list_sessions, project_dir
+from ..transcripts import SessionInfo, list_sessions, project_dir, project_dirs
 from .sessions import working_directory
 from .settings import Settings
 
@@ -43,7 +43,7 @@ def render(sessions: list[SessionInfo]) -> str:
 async def run(settings: Settings, out: TextIO = sys.stdout) -> int:
     cwd = working_directory()
     directory = project_dir(cwd)
-    sessions = list_sessions(directory)
+    sessions = list_sessions(project_dirs(cwd))
     if not sessions:
         print(f"no sessions recorded for {cwd} (they are kept in {directory})", file=out)
         return 0

@@ -97,6 +97,8 @@ class Settings:
     """
 
     values: dict[str, Any] = field(default_factory=dict)
+    flags: set[str] = field(default_factory=set)
+    """The keys given on the command line (they won over the environment and the config file)."""
     hints: dict[str, str] = field(default_factory=dict)
     """Extra words for an error about an option, by dest (see ``parsing.ArgvNotes``)."""
 
@@ -174,12 +176,28 @@ def _read_config(path: Path, explicit: bool) -> dict[str, Any]:
         raise UsageError(f"cannot read config file {path}: {exc}") from None
 
 
+COMMAND_LINE_ONLY = {
+    "resume": "--resume",
+    "continue": "--continue",
+    "continue_session": "--continue",
+    "session_id": "--session-id",
+}
+"""Options that choose what one run does: a config file setting them would apply to every run."""
+
+
 def _known_values(data: dict[str, Any], known: Collection[str], path: Path) -> dict[str, Any]:
     """The keys that name an option (``code-timeout`` or ``code_timeout``); each other key is a
     one-line warning on stderr, and is left out."""
     values: dict[str, Any] = {}
     for key, value in data.items():
         name = key.replace("-", "_")
+        if name in COMMAND_LINE_ONLY:
+            where = f"config file {path}"
+            print(
+                f"asyncai: warning: {where}: {COMMAND_LINE_ONLY[name]} can only be given on the command line",
+                file=sys.stderr,
+            )
+            continue
         if name in known:
             values[name] = value
             continue
@@ -208,13 +226,12 @@ def resolve(args: argparse.Namespace, known: Collection[str]) -> Settings:
     for key, env in ENV_NAMES.items():
         if os.environ.get(env):
             values[key] = os.environ[env]
-    for key, value in vars(args).items():
-        if value is not None:
-            values[key] = value
+    flags = {key for key, value in vars(args).items() if value is not None}
+    values.update({key: getattr(args, key) for key in flags})
     for key in PATH_KEYS:
         if key in values:
             values[key] = _expand_user(values[key])
-    return Settings(values)
+    return Settings(values, flags)
 
 
 def server_specs(settings: Settings) -> list[ServerSpec]:

@@ -2,7 +2,15 @@
 transcript is read back and resumed, and which sessions a directory has."""
 
 from .listing import SessionInfo, list_sessions, newest_session
-from .paths import claude_config_dir, find_session, is_session_id, project_dir, project_slug, session_path
+from .paths import (
+    claude_config_dir,
+    find_session,
+    is_session_id,
+    project_dir,
+    project_dirs,
+    project_slug,
+    session_path,
+)
 from .reader import Transcript, TranscriptError, chain_messages, conversation_chain, load_transcript
 from .session import RESTART_NOTE, ClaudeCodeSession
 
@@ -21,6 +29,7 @@ __all__ = [
     "load_transcript",
     "newest_session",
     "project_dir",
+    "project_dirs",
     "project_slug",
     "session_path",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,13 +45,15 @@ def _prompt_text(record: Record) -> str | None:
 
 
 def _timestamp(value: Any) -> datetime | None:
+    """A record's ``timestamp`` in UTC; ``None`` when it is not one (or before 1970)."""
     if not isinstance(value, str):
         return None
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+        moment = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError):
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return moment if moment.year >= 1970 else None
 
 
 def one_line(text: str, limit: int = PROMPT_PREVIEW_CHARS) -> str:
@@ -71,7 +74,8 @@ def session_info(path: Path) -> SessionInfo | None:
     return SessionInfo(
         session_id=path.stem,
         path=path,
-        last_activity=max(stamps, default=modified),
+        # No record is newer than the file's last write: a clock far in the future does not win -c.
+        last_activity=min(max(stamps, default=modified), modified),
         first_prompt=one_line(prompts[0]) if prompts else "",
         turns=len(prompts),
     )
@@ -84,13 +88,14 @@ def session_files(directory: Path) -> list[Path]:
     return []
 
 
-def list_sessions(directory: Path) -> list[SessionInfo]:
-    """Every session of a project directory, the most recently active first."""
-    infos = [info for info in map(session_info, session_files(directory)) if info is not None]
+def list_sessions(directories: Iterable[Path]) -> list[SessionInfo]:
+    """Every session of the project directories, the most recently active first."""
+    files = [path for directory in directories for path in session_files(directory)]
+    infos = [info for info in map(session_info, files) if info is not None]
     return sorted(infos, key=lambda info: info.last_activity, reverse=True)
 
 
-def newest_session(directory: Path) -> Path | None:
+def newest_session(directories: Iterable[Path]) -> Path | None:
     """What ``-c`` continues: the first row of ``asyncai sessions``."""
-    sessions = list_sessions(directory)
+    sessions = list_sessions(directories)
     return sessions[0].path if sessions else None

@@ -8,6 +8,7 @@ the whole path (the official Agent SDK's ``_sanitize_path``, which mirrors the C
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import unicodedata
@@ -54,13 +55,39 @@ def simple_hash(text: str) -> str:
     return _base36(abs(value))
 
 
+def _sanitized(path: str) -> str:
+    """JavaScript's ``path.replace(/[^a-zA-Z0-9]/g, "-")``: per UTF-16 code unit, so a character
+    outside the BMP becomes two dashes."""
+    return _NOT_ALPHANUMERIC.sub(_dashes, path)
+
+
+def _dashes(match: re.Match[str]) -> str:
+    return "--" if ord(match.group()) > 0xFFFF else "-"
+
+
 def project_slug(directory: str) -> str:
     """The projects sub-directory name Claude Code uses for the working directory ``directory``."""
     path = unicodedata.normalize("NFC", directory)
-    slug = _NOT_ALPHANUMERIC.sub("-", path)
+    slug = _sanitized(path)
     if len(slug) <= MAX_SLUG_LENGTH:
         return slug
     return f"{slug[:MAX_SLUG_LENGTH]}-{simple_hash(path)}"
+
+
+def project_dirs(cwd: str, config_dir: Path | None = None) -> list[Path]:
+    """The directories that may hold the sessions of ``cwd``: its own, and for a slug cut at 200
+    characters every directory with the same 200 characters (Claude Code changed the hash suffix
+    of long paths in 2.1.224; the Agent SDK matches by prefix too)."""
+    own = project_dir(cwd, config_dir)
+    slug = own.name
+    if len(slug) <= MAX_SLUG_LENGTH:
+        return [own]
+    prefix = slug[:MAX_SLUG_LENGTH] + "-"
+    try:
+        others = sorted(p for p in own.parent.glob(f"{glob.escape(prefix)}*") if p != own and p.is_dir())
+    except OSError:
+        others = []
+    return [own, *others]
 
 
 def project_dir(cwd: str, config_dir: Path | None = None) -> Path:
@@ -73,13 +100,17 @@ def session_path(cwd: str, session_id: str, config_dir: Path | None = None) -> P
 
 
 def find_session(session_id: str, cwd: str, config_dir: Path | None = None) -> Path | None:
-    """The transcript of ``session_id``: this directory's first, else any project's (Claude Code
-    resumes a session found under another directory too), else ``None``."""
+    """The transcript of ``session_id`` (as spelled, or in lower case): this directory's first,
+    else any project's (Claude Code resumes a session found under another directory too), else
+    ``None``. ``OSError`` when a directory cannot be searched."""
     root = config_dir or claude_config_dir()
-    own = session_path(cwd, session_id, root)
-    if own.is_file():
-        return own
-    for candidate in sorted((root / "projects").glob(f"*/{session_id}.jsonl")):
-        if candidate.is_file():
-            return candidate
+    names = dict.fromkeys([f"{session_id}.jsonl", f"{session_id.lower()}.jsonl"])
+    for directory in project_dirs(cwd, root):
+        for name in names:
+            if (directory / name).is_file():
+                return directory / name
+    for name in names:
+        for candidate in sorted((root / "projects").glob(f"*/{name}")):
+            if candidate.is_file():
+                return candidate
     return None

@@ -7,6 +7,10 @@ the newest leaf in file order that is not a sidechain or meta record wins; the c
 ``parentUuid`` path back to the root. Lines that are not JSON objects are skipped (a half-written
 last line after a crash), and so are record types asyncai does not use (``summary``, ``system``,
 ``file-history-snapshot`` ...), which stay in the file untouched.
+
+asyncai resumes that chain up to its last reply: a run that did not finish (the process died, the
+model server failed) is not sent again, and the resumed session's records branch off before it.
+Once they are written they are the newest leaf, so Claude Code then reads the same conversation.
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ class TranscriptError(Exception):
 
 @dataclass(frozen=True)
 class Transcript:
-    """A transcript file as read: every record, the conversation chain and its messages."""
+    """A transcript file as read: every record, the conversation chain Claude Code would resume,
+    and the part of it that asyncai resumes (up to the last finished run)."""
 
     path: Path
     records: list[Record]
@@ -48,12 +53,17 @@ class Transcript:
         return self.path.stem
 
     @property
+    def resumed_chain(self) -> list[Record]:
+        return finished(self.chain)
+
+    @property
     def leaf(self) -> str | None:
-        """The uuid the next record continues from."""
-        return self.chain[-1]["uuid"] if self.chain else None
+        """The uuid the next record continues from (``None``: a new root)."""
+        resumed = self.resumed_chain
+        return resumed[-1]["uuid"] if resumed else None
 
     def messages(self) -> list[Message]:
-        return chain_messages(self.chain)
+        return chain_messages(self.resumed_chain)
 
 
 def parse_lines(data: bytes) -> tuple[list[Record], int]:
@@ -76,7 +86,13 @@ def parse_lines(data: bytes) -> tuple[list[Record], int]:
 
 
 def _is_entry(record: Record) -> bool:
-    return record.get("type") in CONVERSATION_TYPES and isinstance(record.get("uuid"), str)
+    kind = record.get("type")
+    return isinstance(kind, str) and kind in CONVERSATION_TYPES and isinstance(record.get("uuid"), str)
+
+
+def _parent(record: Record) -> str | None:
+    parent = record.get("parentUuid")
+    return parent if isinstance(parent, str) else None
 
 
 def _side(record: Record) -> bool:
@@ -88,7 +104,7 @@ def conversation_chain(records: Sequence[Record]) -> list[Record]:
     entries = [record for record in records if _is_entry(record)]
     by_uuid = {entry["uuid"]: entry for entry in entries}
     position = {entry["uuid"]: index for index, entry in enumerate(entries)}
-    parents = {entry.get("parentUuid") for entry in entries}
+    parents = {_parent(entry) for entry in entries}
     leaves: dict[str, Record] = {}
     for terminal in (entry for entry in entries if entry["uuid"] not in parents):
         node: Record | None = terminal
@@ -98,8 +114,8 @@ def conversation_chain(records: Sequence[Record]) -> list[Record]:
             if node.get("type") in MESSAGE_TYPES:
                 leaves[node["uuid"]] = node
                 break
-            parent = node.get("parentUuid")
-            node = by_uuid.get(parent) if isinstance(parent, str) else None
+            parent = _parent(node)
+            node = by_uuid.get(parent) if parent is not None else None
     if not leaves:
         return []
     main = [leaf for leaf in leaves.values() if not _side(leaf)] or list(leaves.values())
@@ -110,10 +126,34 @@ def conversation_chain(records: Sequence[Record]) -> list[Record]:
     while node is not None and node["uuid"] not in seen:
         seen.add(node["uuid"])
         chain.append(node)
-        parent = node.get("parentUuid")
-        node = by_uuid.get(parent) if isinstance(parent, str) else None
+        parent = _parent(node)
+        node = by_uuid.get(parent) if parent is not None else None
     chain.reverse()
     return chain
+
+
+def _is_reply(record: Record) -> bool:
+    """An assistant record that answers the user: text and no tool call left waiting."""
+    message = record.get("message")
+    if record.get("type") != "assistant" or not isinstance(message, dict):
+        return False
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else [content]
+    has_call = any(isinstance(block, dict) and block.get("type") == "tool_use" for block in blocks)
+    return not has_call and bool(_block_text([b for b in blocks if not _is_thinking(b)]))
+
+
+def _is_thinking(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") in ("thinking", "redacted_thinking")
+
+
+def finished(chain: Sequence[Record]) -> list[Record]:
+    """``chain`` up to its last reply: a run that did not finish (the process died, Ctrl-C, the
+    model server failed) is left out, so a resumed session sends what the live one would have."""
+    for end in range(len(chain), 0, -1):
+        if _is_reply(chain[end - 1]):
+            return list(chain[:end])
+    return []
 
 
 def _block_text(content: Any) -> str:
@@ -143,7 +183,7 @@ def _user_messages(content: Any) -> list[Message]:
             call_id = block.get("tool_use_id")
             text = _block_text(block.get("content"))
             results.append(Message("tool", text, tool_call_id=str(call_id)))
-        elif not (isinstance(block, dict) and block.get("type") in ("thinking", "redacted_thinking")):
+        elif not _is_thinking(block):
             texts.append(block)
     if texts:
         results.append(Message("user", _block_text(texts)))
