@@ -13,7 +13,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from ..code_mode import SandboxConfigError
 from ..log import configure_logging
 from ..tools import ConfigError, ServerStartError
-from . import agent_command, run_code_command, sessions_command, shutdown, terminal, tools_command
+from . import (
+    agent_command,
+    run_code_command,
+    serve_command,
+    sessions_command,
+    shutdown,
+    terminal,
+    tools_command,
+)
 from .parsing import MergingSubParsers, Parser, check_argv, known_keys, subcommands, suppress_defaults
 from .settings import Settings, UsageError, resolve
 
@@ -22,6 +30,7 @@ SUBCOMMANDS: dict[str, Command] = {
     "tools": tools_command.run,
     "run-code": run_code_command.run,
     "sessions": sessions_command.run,
+    "serve-mcp": serve_command.run,
 }
 
 
@@ -33,11 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     agent_command.add_arguments(parser)
     subparsers = parser.add_subparsers(
-        dest="command", metavar="{tools,run-code,sessions}", action=MergingSubParsers
+        dest="command", metavar="{tools,run-code,sessions,serve-mcp}", action=MergingSubParsers
     )
     tools_command.add_parser(subparsers)
     run_code_command.add_parser(subparsers)
     sessions_command.add_parser(subparsers)
+    serve_command.add_parser(subparsers)
     for subparser in subcommands(parser).values():
         suppress_defaults(subparser)  # options given before the subcommand stay
     return parser

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..code_mode import SANDBOX_KINDS, CodeModeLimits, SandboxConfig
+from ..code_mode.gate import MUTATION_POLICIES, MutationPolicy
 from ..code_mode.limits import parse_memory
 from ..code_mode.sandbox import SandboxKind
 from ..tools import ServerSpec, http_spec, specs_from_config, stdio_spec
@@ -67,6 +68,11 @@ def add_code_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--code-max-memory", metavar="SIZE", help="heap cap per worker, e.g. 256MiB (4GiB)")
     group.add_argument(
         "--code-preamble", metavar="PATH", help="Python run in every new REPL after the helpers"
+    )
+    group.add_argument(
+        "--mutations",
+        choices=MUTATION_POLICIES,
+        help="nested calls to tools that may change the world: allow (default), ask, deny",
     )
 
 
@@ -264,6 +270,13 @@ def sandbox_config(settings: Settings) -> SandboxConfig:
     if kind not in SANDBOX_KINDS:
         raise UsageError(f"--code-sandbox must be one of {', '.join(SANDBOX_KINDS)}, not {kind!r}")
     return SandboxConfig(kind=cast(SandboxKind, kind), monty_url=settings.text("monty_url"))
+
+
+def mutation_policy(settings: Settings) -> MutationPolicy:
+    policy = settings.text("mutations", "allow")
+    if policy not in MUTATION_POLICIES:
+        raise UsageError(f"--mutations must be one of {', '.join(MUTATION_POLICIES)}, not {policy!r}")
+    return policy
 
 
 def read_preamble(settings: Settings) -> str | None:

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 from ..code_mode import CodeModeToolExecutor
 from ..tools import McpToolExecutor
-from .settings import Settings, code_limits, read_preamble, sandbox_config, server_specs
+from .settings import Settings, code_limits, mutation_policy, read_preamble, sandbox_config, server_specs
 
 
 @contextlib.asynccontextmanager
@@ -29,8 +29,11 @@ async def code_mode_executor(settings: Settings) -> AsyncIterator[CodeModeToolEx
     sandbox = sandbox_config(settings)
     sandbox.resolved_kind()  # fail on a bad sandbox choice before any server starts
     preamble = read_preamble(settings)
+    mutations = mutation_policy(settings)
     async with (
         mcp_executor(settings) as inner,
-        CodeModeToolExecutor(inner, limits, sandbox=sandbox, preamble=preamble) as executor,
+        CodeModeToolExecutor(
+            inner, limits, sandbox=sandbox, preamble=preamble, mutations=mutations
+        ) as executor,
     ):
         yield executor

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from ..humanize import count, seconds
 from ..log import AUDIT_PREVIEW_CHARS, TEXT_PREVIEW_CHARS, decoded_or_preview, json_preview, log_event, logger
 from ..tools.types import ToolDefinition, ToolExecutor
 from .crossing import Payload, tool_payload
+from .gate import Approval, ApprovalRequest, MutationGate, WallClock
 from .limits import CodeModeLimits
 from .resources import call_resource_function
 
@@ -38,15 +40,18 @@ class NestedCall:
     mutating: bool
     is_error: bool = False
     bytes: int = 0
+    refused: bool = False
 
     def audit(self) -> dict[str, Any]:
-        return {
+        """The A7 audit entry; ``"refused": true`` is added for a call the mutation gate stopped."""
+        entry = {
             "tool": self.tool,
             "arguments": self.arguments,
             "is_error": self.is_error,
             "bytes": self.bytes,
             "mutating": self.mutating,
         }
+        return {**entry, "refused": True} if self.refused else entry
 
 
 def validate_arguments(
@@ -79,6 +84,9 @@ class SnippetDispatcher:
     catalog: Mapping[str, CatalogEntry]
     inner: ToolExecutor
     limits: CodeModeLimits
+    gate: MutationGate = field(default_factory=MutationGate)
+    clock: WallClock | None = None
+    """The snippet's wall clock, paused while the gate waits for a person."""
     calls: list[NestedCall] = field(default_factory=list)
     suspensions: int = 0
     exhausted: str | None = None
@@ -116,6 +124,20 @@ class SnippetDispatcher:
         # Without --verbose only mutating calls are logged, always: short previews, never the result.
         verbose = logger.isEnabledFor(logging.INFO)
         limit = TEXT_PREVIEW_CHARS if verbose else AUDIT_PREVIEW_CHARS
+        if record.mutating and not self.gate.open:
+            approval = await self._approval(ApprovalRequest(record.tool, py_name, arguments))
+            if not approval.allowed:
+                record.refused = record.is_error = True
+                log_event(
+                    "mcp.tool_refused",
+                    logging.WARNING,
+                    via="code_mode",
+                    tool=record.tool,
+                    arguments=json_preview(arguments, limit),
+                    reason=approval.reason,
+                    mutating=True,
+                )
+                raise PermissionError(f"{py_name}() was not run: {approval.reason}")
         log_event(
             "mcp.tool_call",
             level,
@@ -162,6 +184,18 @@ class SnippetDispatcher:
         if payload is None:
             raise RuntimeError(content)
         return payload.as_host_reply()
+
+    async def _approval(self, request: ApprovalRequest) -> Approval:
+        """The gate's decision; the wall clock stops while a person decides. A failing approver
+        refuses rather than runs."""
+        pause = self.clock.paused() if self.clock is not None else contextlib.nullcontext()
+        async with pause:
+            try:
+                return await self.gate.decide(request)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                return Approval(False, f"the approval could not be asked ({type(exc).__name__}: {exc})")
 
     async def _tracked(self, call: Awaitable[T]) -> T:
         """``call`` under the per-call timeout, cancellable by ``cancel_in_flight``."""

@@ -10,6 +10,7 @@ from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
 from .catalog import RUN_CODE_INPUT_SCHEMA, parameter_names, run_code_description, sanitize_names
 from .contract import MAX_RESULT_CHARS
 from .dispatch import CatalogEntry
+from .gate import MutationPolicy
 from .limits import CodeModeLimits
 from .repl import RUN_CODE, ReplScope, ScopeSetup
 from .resources import RESOURCE_FUNCTIONS
@@ -76,6 +77,7 @@ class CodeModeToolExecutor(ToolExecutor):
         limits: CodeModeLimits | None = None,
         sandbox: SandboxConfig | None = None,
         preamble: str | None = None,
+        mutations: MutationPolicy = "allow",
     ) -> None:
         self.inner = inner
         self.limits = limits or CodeModeLimits()
@@ -88,6 +90,7 @@ class CodeModeToolExecutor(ToolExecutor):
             inner=inner,
             sandbox=self.sandbox,
             operator_preamble=preamble,
+            mutations=mutations,
         )
         self._default = ReplScope(self._setup)
         self._threads: OrderedDict[str, ReplScope] = OrderedDict()
@@ -116,6 +119,16 @@ class CodeModeToolExecutor(ToolExecutor):
         self._threads[thread_id] = scope
         self._evict_idle(keep=thread_id)
         return scope
+
+    async def release_thread(self, thread_id: str) -> None:
+        """Close a thread's REPL now (its conversation ended); a later use starts a fresh one."""
+        scope = self._threads.pop(thread_id, None)
+        if scope is not None:
+            await scope.aclose()
+
+    def idle_threads(self) -> list[str]:
+        """Threads whose REPL is not running a snippet, least recently used first."""
+        return [thread for thread, scope in self._threads.items() if not scope.busy]
 
     def _evict_idle(self, keep: str) -> None:
         idle = [thread for thread, scope in self._threads.items() if thread != keep and not scope.busy]

@@ -17,6 +17,7 @@ from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
 from .catalog import HELPER_NAMES
 from .contract import RunCodeText, SnippetOutcome, format_error, format_outcome, hide_frames
 from .dispatch import CatalogEntry, SnippetDispatcher, refuse_os
+from .gate import Approver, MutationGate, MutationPolicy, WallClock
 from .preamble import HOST_CALL, INTERNAL_PREFIX, scope_preamble
 from .resources import RESOURCE_FUNCTIONS
 from .sandbox import Sandbox, release
@@ -57,6 +58,7 @@ class ScopeSetup:
     inner: ToolExecutor
     sandbox: Sandbox
     operator_preamble: str | None = None
+    mutations: MutationPolicy = "allow"
     live: set[ReplScope] = field(default_factory=set)
     """Every scope that holds a worker session: what the executor must close."""
 
@@ -106,7 +108,10 @@ class ReplScope(ToolExecutor):
     def busy(self) -> bool:
         return self._holds > 0 or self._lock.locked()
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], *, approver: Approver | None = None
+    ) -> ToolCallOutput:
+        """Run one snippet; ``approver`` is asked about mutating calls under ``--mutations ask``."""
         if name != RUN_CODE:
             return ToolCallOutput.error(f"error: unknown tool {name!r}; the only tool is run_code")
         code = arguments.get("code")
@@ -115,7 +120,8 @@ class ReplScope(ToolExecutor):
         async with self._lock:
             if arguments.get("restart") in (True, "true", "True", 1):
                 await self._reset()
-            dispatcher = SnippetDispatcher(self.setup.catalog, self.setup.inner, self.limits)
+            gate = MutationGate(self.setup.mutations, approver)
+            dispatcher = SnippetDispatcher(self.setup.catalog, self.setup.inner, self.limits, gate)
             result = await self._run(code, dispatcher)
             return ToolCallOutput(content=result.text, is_error=result.is_error, audit=dispatcher.audit())
 
@@ -154,9 +160,9 @@ class ReplScope(ToolExecutor):
             return RunCodeText(f"error: could not start the sandbox: {exc}", is_error=True)
         capture = PrintCapture(self.limits.max_print_bytes)
         try:
-            value = await asyncio.wait_for(
-                self._feed(session, code, dispatcher, capture), self.limits.wall_timeout
-            )
+            async with WallClock(self.limits.wall_timeout) as clock:
+                dispatcher.clock = clock
+                value = await self._feed(session, code, dispatcher, capture)
         except TimeoutError:
             dispatcher.cancel_in_flight()
             await self._reset(discard=True)

@@ -83,3 +83,49 @@ def call_output(result: mt.CallToolResult) -> ToolCallOutput:
     return ToolCallOutput(
         content=content, is_error=bool(result.is_error), structured=structured, blocks=blocks
     )
+
+
+def mcp_tool(tool: ToolDefinition) -> mt.Tool:
+    """A tool definition as an MCP ``Tool`` again (serve-mcp's ``--expose-direct``)."""
+    return mt.Tool(
+        name=tool.name,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        output_schema=tool.output_schema,
+        annotations=mt.ToolAnnotations(read_only_hint=tool.read_only, destructive_hint=tool.destructive),
+    )
+
+
+def _mcp_block(value: str | dict[str, Any]) -> mt.ContentBlock:
+    if isinstance(value, str):
+        return mt.TextContent(type="text", text=value)
+    kind = value.get("type")
+    if kind == "image":
+        return mt.ImageContent(type="image", data=value["data"], mime_type=value["mime_type"])
+    if kind == "audio":
+        return mt.AudioContent(type="audio", data=value["data"], mime_type=value["mime_type"])
+    if kind == "resource":
+        contents: mt.TextResourceContents | mt.BlobResourceContents
+        if "text" in value:
+            contents = mt.TextResourceContents(
+                uri=value["uri"], mime_type=value.get("mime_type"), text=value["text"]
+            )
+        else:
+            contents = mt.BlobResourceContents(
+                uri=value["uri"], mime_type=value.get("mime_type"), blob=value["data"]
+            )
+        return mt.EmbeddedResource(type="resource", resource=contents)
+    if kind == "resource_link":
+        fields = {k: value[k] for k in ("title", "description", "mime_type", "size") if k in value}
+        return mt.ResourceLink(type="resource_link", uri=value["uri"], name=value.get("name", ""), **fields)
+    return mt.TextContent(type="text", text=_block_text(value))
+
+
+def mcp_result(output: ToolCallOutput) -> mt.CallToolResult:
+    """A ``ToolCallOutput`` as an MCP ``CallToolResult``: the blocks the server sent when known."""
+    blocks = output.blocks if output.blocks is not None else [output.content]
+    return mt.CallToolResult(
+        content=[_mcp_block(block) for block in blocks],
+        structured_content=output.structured,
+        is_error=output.is_error,
+    )

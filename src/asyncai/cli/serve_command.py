@@ -1,0 +1,107 @@
+"""``asyncai serve-mcp``: code mode for any MCP client, over stdio or Streamable HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..serve import BindError, CodeModeServer, HttpOptions, check_bind, listen, serve_http, serve_stdio
+from ..serve.http import MCP_PATH
+from ..transcripts.session import asyncai_version
+from .settings import Settings, UsageError, add_code_options, add_mcp_options, read_text_file
+from .wiring import code_mode_executor
+
+TOKEN_ENV = "ASYNCAI_MCP_TOKEN"
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "serve-mcp",
+        help="serve the MCP servers through code mode to any MCP client",
+        description="An MCP server offering run_code over the configured MCP servers (stdio by default).",
+    )
+    add_mcp_options(parser)
+    add_code_options(parser)
+    group = parser.add_argument_group("serving")
+    group.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP at http://HOST:PORT/mcp")
+    group.add_argument(
+        "--token-file", metavar="PATH", help=f"the bearer token HTTP clients must send (or env {TOKEN_ENV})"
+    )
+    group.add_argument(
+        "--no-auth", action="store_true", default=None, help="no token (only on a loopback address)"
+    )
+    group.add_argument(
+        "--allow-remote", action="store_true", default=None, help="allow --http on a non-loopback address"
+    )
+    group.add_argument(
+        "--expose-direct", action="store_true", default=None, help="offer the wrapped tools next to run_code"
+    )
+    group.add_argument(
+        "--session-idle", type=float, metavar="SECONDS", help="close an idle client session's REPL (1800)"
+    )
+
+
+def http_options(settings: Settings) -> HttpOptions | None:
+    address = settings.text("http")
+    if address is None:
+        return None
+    host, colon, port_text = address.rpartition(":")
+    if not colon or not host or not port_text.isdigit() or int(port_text) > 65535:
+        raise UsageError(f"--http takes HOST:PORT (e.g. 127.0.0.1:8765), not {address!r}")
+    token = _token(settings)
+    if token is None and not settings.switch("no_auth"):
+        raise UsageError(
+            f"serve-mcp --http needs a bearer token: --token-file PATH or {TOKEN_ENV} "
+            "(or --no-auth on a loopback address)"
+        )
+    return HttpOptions(
+        host=host, port=int(port_text), token=token, allow_remote=settings.switch("allow_remote")
+    )
+
+
+def _token(settings: Settings) -> str | None:
+    path = settings.text("token_file")
+    text = read_text_file(path, "--token-file") if path is not None else os.environ.get(TOKEN_ENV)
+    if text is None:
+        return None
+    token = text.strip()
+    if not token or any(char.isspace() for char in token):
+        where = f"--token-file {path}" if path is not None else TOKEN_ENV
+        raise UsageError(f"{where} must hold one token: no spaces or line breaks inside it")
+    return token
+
+
+async def run(settings: Settings) -> int:
+    options = http_options(settings)
+    sock = None
+    if options is not None:
+        try:
+            for warning in check_bind(options):
+                print(f"asyncai: warning: {warning}", file=sys.stderr)
+            sock = listen(options)
+        except BindError as exc:
+            raise UsageError(str(exc)) from None
+    try:
+        async with code_mode_executor(settings) as executor:
+            server = CodeModeServer(
+                executor,
+                expose_direct=settings.switch("expose_direct"),
+                idle_timeout=settings.number("session_idle", 1800.0),
+                version=asyncai_version(),
+            )
+            if options is None or sock is None:
+                await serve_stdio(server)
+                return 0
+            host, port = sock.getsockname()[:2]
+            shown = f"[{host}]" if ":" in host else host
+            print(
+                f"asyncai serve-mcp: listening on http://{shown}:{port}{MCP_PATH}",
+                file=sys.stderr,
+                flush=True,
+            )
+            await serve_http(server, options, sock)
+    finally:
+        if sock is not None:
+            sock.close()
+    return 0

@@ -1,0 +1,114 @@
+"""The mutation gate: what a nested call to a tool that may change the world needs before it runs.
+
+``--mutations allow`` (the default) runs it; ``deny`` refuses it; ``ask`` asks a person through an
+``Approver`` (serve-mcp asks the MCP client's user by elicitation) and refuses when nobody can be
+asked. A refusal becomes a catchable ``PermissionError`` in the snippet and ``"refused": true`` in
+the audit. Time spent waiting for the person is not counted against the snippet's wall clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Literal, Protocol
+
+from ..log import dumps_compact
+
+MutationPolicy = Literal["allow", "ask", "deny"]
+MUTATION_POLICIES: tuple[MutationPolicy, ...] = ("allow", "ask", "deny")
+ARGUMENT_PREVIEW_CHARS = 120
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """One nested call waiting for a decision."""
+
+    tool: str
+    function: str
+    """The Python name the snippet called."""
+    arguments: Mapping[str, Any]
+
+    def call_text(self) -> str:
+        """``delete_object(workspace='root:app', name='web')``, long values cut."""
+        parts = []
+        for name, value in self.arguments.items():
+            text = repr(value) if isinstance(value, str | int | float | bool) else dumps_compact(value)
+            if len(text) > ARGUMENT_PREVIEW_CHARS:
+                text = text[: ARGUMENT_PREVIEW_CHARS - 3] + "..."
+            parts.append(f"{name}={text}")
+        return f"{self.function}({', '.join(parts)})"
+
+
+@dataclass(frozen=True)
+class Approval:
+    allowed: bool
+    reason: str = ""
+    """Why a call was refused, for the snippet's ``PermissionError``."""
+
+
+class Approver(Protocol):
+    """Asks a person whether one call may run."""
+
+    async def approve(self, request: ApprovalRequest) -> Approval: ...
+
+
+DENIED = Approval(False, "mutating calls are denied here (--mutations deny)")
+NOBODY_TO_ASK = Approval(
+    False, "mutating calls need approval (--mutations ask) and there is no one to ask in this session"
+)
+
+
+@dataclass(frozen=True)
+class MutationGate:
+    policy: MutationPolicy = "allow"
+    approver: Approver | None = None
+
+    @property
+    def open(self) -> bool:
+        """Whether every call runs without a decision."""
+        return self.policy == "allow"
+
+    async def decide(self, request: ApprovalRequest) -> Approval:
+        if self.policy == "allow":
+            return Approval(True)
+        if self.policy == "deny":
+            return DENIED
+        if self.approver is None:
+            return NOBODY_TO_ASK
+        return await self.approver.approve(request)
+
+
+class WallClock:
+    """``asyncio.timeout`` for one snippet, with pauses that do not count (waiting for a person)."""
+
+    def __init__(self, seconds: float) -> None:
+        self._timeout = asyncio.timeout(seconds)
+        self._pauses = 0
+        self._remaining: float | None = None
+
+    async def __aenter__(self) -> WallClock:
+        await self._timeout.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._timeout.__aexit__(kind, exc, tb)
+
+    @contextlib.asynccontextmanager
+    async def paused(self) -> AsyncIterator[None]:
+        loop = asyncio.get_running_loop()
+        self._pauses += 1
+        if self._pauses == 1:
+            when = self._timeout.when()
+            self._remaining = None if when is None else max(when - loop.time(), 0.0)
+            self._timeout.reschedule(None)
+        try:
+            yield
+        finally:
+            self._pauses -= 1
+            if self._pauses == 0 and self._remaining is not None:
+                self._timeout.reschedule(loop.time() + self._remaining)

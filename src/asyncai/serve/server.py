@@ -1,0 +1,139 @@
+"""``CodeModeServer``: the MCP server side of ``asyncai serve-mcp``.
+
+The client sees ``run_code`` with the description and catalog the agent's model sees (the same
+``CodeModeToolExecutor``, not a copy); ``--expose-direct`` adds the wrapped tools unchanged. Each
+client session has its own REPL (stdio: the connection; HTTP: the ``Mcp-Session-Id``); a
+stateless request (the 2026-07-28 protocol over HTTP has no session) gets a fresh one. The
+variables note, which in the agent rides on the next user message, ends the ``run_code`` result
+here, when it changed. The result's structured content carries the text and the audit.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import mcp.types as mt
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.stdio import stdio_server
+
+from ..code_mode import CodeModeToolExecutor
+from ..code_mode.repl import RUN_CODE
+from ..log import log_event
+from ..tools.results import mcp_result, mcp_tool
+from ..tools.types import ToolCallOutput
+from .approval import ElicitationApprover
+from .scopes import DEFAULT_IDLE_TIMEOUT, SessionScopes
+
+STDIO_SESSION = "stdio"
+RUN_CODE_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "result": {"type": "string", "description": "what the snippet returned, as the text content"},
+        "nested_calls": {
+            "type": "array",
+            "description": "every MCP call the snippet made: tool, arguments, is_error, bytes, mutating",
+            "items": {"type": "object"},
+        },
+    },
+    "required": ["result", "nested_calls"],
+}
+INSTRUCTIONS = (
+    "run_code runs Python that calls the wrapped MCP tools as async functions: fetch, filter and "
+    "return only what the answer needs, in one call."
+)
+
+
+def session_key(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """Whose REPL a request uses: the stdio connection, an HTTP ``Mcp-Session-Id``, or nobody's."""
+    request = ctx.request
+    if request is None:
+        return STDIO_SESSION
+    headers = getattr(request, "headers", None)
+    session_id = headers.get("mcp-session-id") if headers is not None else None
+    return f"http:{session_id}" if session_id else None
+
+
+class CodeModeServer:
+    """The lowlevel MCP ``Server`` over one code-mode executor; see the module docstring."""
+
+    def __init__(
+        self,
+        executor: CodeModeToolExecutor,
+        *,
+        expose_direct: bool = False,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        version: str = "",
+    ) -> None:
+        self.executor = executor
+        self.expose_direct = expose_direct
+        self.scopes = SessionScopes(executor, idle_timeout)
+        self.server: Server[Any] = Server(
+            "asyncai",
+            version=version,
+            instructions=INSTRUCTIONS,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+
+    def initialization_options(self) -> Any:
+        return self.server.create_initialization_options(NotificationOptions(tools_changed=True))
+
+    def tools(self) -> list[mt.Tool]:
+        [run_code] = self.executor.tools()
+        tool = mcp_tool(run_code)
+        tools = [tool.model_copy(update={"output_schema": RUN_CODE_OUTPUT_SCHEMA})]
+        if self.expose_direct:
+            tools += [mcp_tool(definition) for definition in self.executor.inner.tools()]
+        return tools
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListToolsResult:
+        return mt.ListToolsResult(tools=self.tools())
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
+    ) -> mt.CallToolResult:
+        arguments = dict(params.arguments or {})
+        if params.name == RUN_CODE:
+            return await self._run_code(ctx, arguments)
+        if self.expose_direct and params.name in {tool.name for tool in self.executor.inner.tools()}:
+            return mcp_result(await self.executor.inner.call_tool(params.name, arguments))
+        names = ", ".join(tool.name for tool in self.tools())
+        return mcp_result(ToolCallOutput.error(f"error: unknown tool {params.name!r}; the tools are {names}"))
+
+    async def _run_code(
+        self, ctx: ServerRequestContext[Any, Any], arguments: dict[str, Any]
+    ) -> mt.CallToolResult:
+        approver = ElicitationApprover(ctx.session, ctx.request_id)
+        key = session_key(ctx)
+        if key is None:
+            scope = self.executor.run_scope()
+            try:
+                output = await scope.call_tool(RUN_CODE, arguments, approver=approver)
+            finally:
+                await scope.aclose()
+            note = None
+        else:
+            scope = await self.scopes.scope(key)
+            with scope.hold():
+                output = await scope.call_tool(RUN_CODE, arguments, approver=approver)
+            note = self.scopes.changed_note(key, scope.context_note())
+        text = f"{output.content}\n\n{note}" if note else output.content
+        audit = (output.audit or {}).get("nested_calls", [])
+        log_event("serve.run_code", session=key, is_error=output.is_error, nested_calls=len(audit))
+        return mt.CallToolResult(
+            content=[mt.TextContent(type="text", text=text)],
+            structured_content={"result": text, "nested_calls": audit},
+            is_error=output.is_error,
+        )
+
+
+async def serve_stdio(server: CodeModeServer) -> None:
+    """Serve one client on stdin/stdout until it disconnects (stdout carries only the protocol)."""
+    async with stdio_server() as (read, write):
+        log_event("serve.ready", logging.INFO, transport="stdio", tools=[t.name for t in server.tools()])
+        await server.server.run(read, write, server.initialization_options())
