@@ -2,7 +2,8 @@
 
 Tools: ``whoami`` (routing), ``echo``, ``sleep`` (concurrency and timeouts), ``blob`` (large
 results), ``fail`` (is_error), ``die`` (a server crash mid-call), ``write_note`` (a mutating tool),
-``getenv`` (the server's environment).
+``getenv`` (the server's environment), ``grow`` (adds a tool at run time and sends
+``tools/list_changed``).
 With ``--http PORT`` it serves Streamable HTTP on 127.0.0.1 and prints ``ready`` when listening.
 """
 
@@ -14,7 +15,7 @@ import sys
 from typing import Any
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
@@ -72,6 +73,19 @@ def build(name: str) -> MCPServer:
     def write_note(text: str) -> dict[str, Any]:
         """Pretend to store a note (a mutating tool)."""
         return {"stored": text}
+
+    @server.tool(annotations=READ_ONLY)
+    async def grow(name: str, ctx: Context) -> str:
+        """Add a read-only tool ``name`` (it returns its own name) and announce ``tools/list_changed``."""
+
+        def grown() -> str:
+            return name
+
+        server.add_tool(
+            grown, name=name, description=f"Added at run time; returns {name!r}.", annotations=READ_ONLY
+        )
+        await ctx.session.send_tool_list_changed()
+        return f"added {name}"
 
     return server
 

@@ -6,7 +6,7 @@ import asyncio
 from collections import OrderedDict
 from typing import Any
 
-from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
+from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor, ToolsChangedListener
 from .catalog import RUN_CODE_INPUT_SCHEMA, parameter_names, run_code_description, sanitize_names
 from .contract import MAX_RESULT_CHARS
 from .dispatch import CatalogEntry
@@ -95,6 +95,23 @@ class CodeModeToolExecutor(ToolExecutor):
         self._default = ReplScope(self._setup)
         self._threads: OrderedDict[str, ReplScope] = OrderedDict()
         self._closing: set[asyncio.Task[None]] = set()
+        self._listeners: list[ToolsChangedListener] = []
+        inner.on_tools_changed(self._inner_tools_changed)
+
+    def on_tools_changed(self, listener: ToolsChangedListener) -> None:
+        self._listeners.append(listener)
+
+    async def _inner_tools_changed(self) -> None:
+        """A wrapped server's tools changed: a new catalog and description for every scope."""
+        inner_tools = self.inner.tools()
+        self.catalog = build_catalog(inner_tools)
+        self._setup.catalog = self.catalog
+        self._setup.run_code = run_code_definition(
+            inner_tools, self.inner.resource_servers(), self.limits.max_result_chars
+        )
+        self._setup.catalog_version += 1
+        for listener in self._listeners:
+            await listener()
 
     async def __aenter__(self) -> CodeModeToolExecutor:
         return self

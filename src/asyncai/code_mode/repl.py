@@ -49,9 +49,11 @@ class PrintCapture:
         return "".join(self.parts)
 
 
-@dataclass(frozen=True)
+@dataclass
 class ScopeSetup:
-    """What every scope of one code-mode executor shares."""
+    """What every scope of one code-mode executor shares. ``catalog`` and ``run_code`` change when a
+    wrapped server's tools change; ``catalog_version`` counts those changes, so a scope created
+    earlier feeds the new function wrappers before its next snippet."""
 
     run_code: ToolDefinition
     catalog: Mapping[str, CatalogEntry]
@@ -59,6 +61,7 @@ class ScopeSetup:
     sandbox: Sandbox
     operator_preamble: str | None = None
     mutations: MutationPolicy = "allow"
+    catalog_version: int = 0
     live: set[ReplScope] = field(default_factory=set)
     """Every scope that holds a worker session: what the executor must close."""
 
@@ -89,6 +92,7 @@ class ReplScope(ToolExecutor):
         self._holds = 0
         self._bound: dict[str, None] = {}
         self._note: str | None = None
+        self._catalog_version = setup.catalog_version
 
     def tools(self) -> list[ToolDefinition]:
         return [self.setup.run_code]
@@ -225,6 +229,8 @@ class ReplScope(ToolExecutor):
 
     async def _ensure_session(self) -> pm.AsyncMontySession:
         if self._session is not None:
+            if self._catalog_version != self.setup.catalog_version:
+                await self._feed_new_wrappers(self._session)
             return self._session
         try:
             session = await self.setup.sandbox.checkout()
@@ -240,8 +246,18 @@ class ReplScope(ToolExecutor):
             await release(session, discard=True)
             raise _StateLost(f"the code preamble failed: {_error_text(exc)}") from None
         self._session = session
+        self._catalog_version = self.setup.catalog_version
         self.setup.live.add(self)
         return session
+
+    async def _feed_new_wrappers(self, session: pm.AsyncMontySession) -> None:
+        """The wrapped servers' tools changed: define the current functions (variables stay)."""
+        try:
+            await session.feed_run(scope_preamble(self.setup.catalog))
+        except Exception as exc:
+            await self._reset(discard=True)
+            raise _StateLost(f"the new tool functions could not be defined: {_error_text(exc)}") from None
+        self._catalog_version = self.setup.catalog_version
 
     def _remember(self, bound: tuple[str, ...]) -> None:
         for name in note_candidates(list(bound)):

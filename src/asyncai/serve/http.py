@@ -119,7 +119,7 @@ class _ReleasingSessionManager(StreamableHTTPSessionManager):
     async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
         await super()._discard_session(session_id, transport)
         with anyio.CancelScope(shield=True):
-            await self.code_mode.scopes.release(f"http:{session_id}")
+            await self.code_mode.release_session(f"http:{session_id}")
 
 
 def http_app(server: CodeModeServer, options: HttpOptions) -> Starlette:

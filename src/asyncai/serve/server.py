@@ -17,6 +17,7 @@ import mcp.types as mt
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 
 from ..code_mode import CodeModeToolExecutor
@@ -70,6 +71,9 @@ class CodeModeServer:
         self.executor = executor
         self.expose_direct = expose_direct
         self.scopes = SessionScopes(executor, idle_timeout)
+        self._clients: dict[str, ServerSession] = {}
+        """The session of each client with a REPL key, for ``tools/list_changed``."""
+        executor.on_tools_changed(self._tools_changed)
         self.server: Server[Any] = Server(
             "asyncai",
             version=version,
@@ -92,7 +96,28 @@ class CodeModeServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListToolsResult:
+        self._remember(ctx)
         return mt.ListToolsResult(tools=self.tools())
+
+    def _remember(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
+        key = session_key(ctx)
+        if key is not None:
+            self._clients[key] = ctx.session
+        return key
+
+    async def release_session(self, key: str) -> None:
+        """A client session ended: its REPL and worker go now."""
+        self._clients.pop(key, None)
+        await self.scopes.release(key)
+
+    async def _tools_changed(self) -> None:
+        """A wrapped server's tools changed: every client with a session re-reads the list."""
+        for key, session in list(self._clients.items()):
+            try:
+                await session.send_tool_list_changed()
+            except Exception as exc:  # a client that went away
+                log_event("serve.list_changed_failed", session=key, error=f"{type(exc).__name__}: {exc}")
+                self._clients.pop(key, None)
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
@@ -109,7 +134,7 @@ class CodeModeServer:
         self, ctx: ServerRequestContext[Any, Any], arguments: dict[str, Any]
     ) -> mt.CallToolResult:
         approver = ElicitationApprover(ctx.session, ctx.request_id)
-        key = session_key(ctx)
+        key = self._remember(ctx)
         if key is None:
             scope = self.executor.run_scope()
             try:

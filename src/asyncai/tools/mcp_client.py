@@ -42,6 +42,7 @@ from .types import (
     ToolDefinition,
     ToolExecutor,
     ToolRoute,
+    ToolsChangedListener,
 )
 
 DEFAULT_TOOL_TIMEOUT = 120.0
@@ -130,6 +131,8 @@ class McpConnection:
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stderr: _StderrPump | None = None
+        self.on_tools_changed: Callable[[], Awaitable[None]] | None = None
+        self._refreshes: set[asyncio.Task[None]] = set()
 
     @property
     def name(self) -> str:
@@ -184,14 +187,14 @@ class McpConnection:
             params = StdioServerParameters(command=spec.command, args=list(spec.args), env=env)
             async with stdio_client(params, errlog=self._stderr.writer) as (read, write):
                 self._stderr.close_writer()
-                async with ClientSession(read, write) as session:
+                async with ClientSession(read, write, message_handler=self._on_message) as session:
                     yield session
         elif spec.transport == "sse":
             async with (
                 sse_client(
                     spec.url, headers=spec.headers, timeout=30.0, sse_read_timeout=_SSE_READ_TIMEOUT
                 ) as (read, write),
-                ClientSession(read, write) as session,
+                ClientSession(read, write, message_handler=self._on_message) as session,
             ):
                 yield session
         else:
@@ -200,7 +203,7 @@ class McpConnection:
                 httpx2.AsyncClient(headers=spec.headers, timeout=timeout) as http,
                 # The SDK caps one SSE event at 1 MiB; tool output is unbounded (ADR decision 3).
                 streamable_http_client(spec.url, http_client=http, max_sse_event_size=None) as (read, write),
-                ClientSession(read, write) as session,
+                ClientSession(read, write, message_handler=self._on_message) as session,
             ):
                 yield session
 
@@ -228,6 +231,23 @@ class McpConnection:
             self._session = None
             if self._stderr is not None:
                 self._stderr.close_writer()
+
+    async def _on_message(self, message: mt.ServerNotification | Exception) -> None:
+        """``tools/list_changed``: list the tools again, off the session's receive loop."""
+        if isinstance(message, mt.ToolListChangedNotification) and self._session is not None:
+            task = asyncio.get_running_loop().create_task(self._refresh_tools(self._session))
+            self._refreshes.add(task)
+            task.add_done_callback(self._refreshes.discard)
+
+    async def _refresh_tools(self, session: ClientSession) -> None:
+        try:
+            self.tools = await self._list_tools(session)
+        except Exception as exc:
+            log_event("mcp.tools_refresh_failed", logging.WARNING, server=self.name, error=_describe(exc))
+            return
+        log_event("mcp.tools_changed", logging.INFO, server=self.name, tools=[t.name for t in self.tools])
+        if self.on_tools_changed is not None:
+            await self.on_tools_changed()
 
     def _has_tools(self) -> bool:
         # A server that declares no capabilities at all gets asked anyway (lenient peers).
@@ -430,6 +450,9 @@ class McpToolExecutor(ToolExecutor):
         self.duplicates: list[DuplicateTool] = []
         self._by_server = {c.name: c for c in self.connections}
         self._resource_owner: dict[str, str] = {}
+        self._listeners: list[ToolsChangedListener] = []
+        for connection in self._configured:
+            connection.on_tools_changed = self._tools_changed
 
     async def __aenter__(self) -> McpToolExecutor:
         await self.connect()
@@ -490,6 +513,15 @@ class McpToolExecutor(ToolExecutor):
 
     def tools(self) -> list[ToolDefinition]:
         return [route.tool for route in self.routes.values()]
+
+    def on_tools_changed(self, listener: ToolsChangedListener) -> None:
+        self._listeners.append(listener)
+
+    async def _tools_changed(self) -> None:
+        self.routes, self.duplicates = {}, []
+        self._build_routes()
+        for listener in self._listeners:
+            await listener()
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput:
         route = self.routes.get(name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +71,9 @@ class DuplicateTool:
     dropped_server: str
 
 
+ToolsChangedListener = Callable[[], Awaitable[None]]
+
+
 class ToolExecutor(abc.ABC):
     """Runs tool calls. ``tools()`` is fixed for the executor's life.
 
@@ -112,6 +116,10 @@ class ToolExecutor(abc.ABC):
         ``{"uri", "mime_type", "text"}`` or ``{"uri", "mime_type", "data"}`` (base64).
         ``ResourceError`` when no server has it or the read fails."""
         raise ResourceError(f"cannot read {uri}: no MCP server offers resources")
+
+    def on_tools_changed(self, listener: ToolsChangedListener) -> None:
+        """Call ``listener`` after ``tools()`` changed (a server sent ``tools/list_changed``).
+        Executors whose tools never change ignore it."""
 
     def hold(self) -> contextlib.AbstractContextManager[None]:
         """Marks a scope in use for a whole run, so its owner does not evict it mid-run."""
