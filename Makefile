@@ -32,6 +32,7 @@ test: lint $(NPM_SERVERS)
 
 bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/bench_code_mode.py
+	$(VENV)/bin/python benchmarks/bench_serve_mcp.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache tests/third_party/node_modules
