@@ -22,9 +22,9 @@ from mcp.client.stdio import stdio_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.kcp.demo import QUESTIONS, server_command  # noqa: E402
-from tests.kcp.fake_kcp import serve, write_kubeconfig  # noqa: E402
-from tests.serve.helpers import stdio_params  # noqa: E402
+from tests.kcp.demo import QUESTIONS, server_command
+from tests.kcp.fake_kcp import serve, write_kubeconfig
+from tests.serve.helpers import stdio_params
 
 DIRECT_CALLS = (
     ("get_api_resources", {"workspace": "root:app"}),
@@ -40,7 +40,8 @@ def size(result: mt.CallToolResult) -> int:
 async def measure(kubeconfig: Path) -> None:
     params = stdio_params("--mcp-stdio", server_command(kubeconfig), "--expose-direct")
     async with Client(stdio_client(params), mode="legacy") as client:
-        print("| question | direct tool call: bytes to the client | run_code: bytes to the client | run_code time |")
+        columns = ["question", "direct tool call: bytes to the client", "run_code: bytes", "time"]
+        print("| " + " | ".join(columns) + " |")
         print("|---|---|---|---|")
         for question, (tool, arguments) in zip(QUESTIONS, DIRECT_CALLS, strict=True):
             direct = await client.call_tool(tool, arguments)
