@@ -191,3 +191,17 @@ def test_in_process_sandbox_is_explained_in_one_line() -> None:
 def test_bad_memory_size_is_a_usage_error() -> None:
     result = asyncai("run-code", "--code-max-memory", "lots", "-c", "1")
     assert result.status == 2 and "bad size" in result.stderr
+
+
+def test_mutations_gate_applies_to_run_code_and_the_agent_too() -> None:
+    """The one gate serve-mcp uses: deny refuses, ask refuses when nobody can be asked."""
+    server = f"{sys.executable} {Path(__file__).parent.parent / 'fakes' / 'mcp_test_server.py'}"
+    code = 'try:\n    await write_note(text="x")\nexcept PermissionError as e:\n    r = str(e)\nr'
+    denied = asyncai("run-code", "--mcp-stdio", server, "--mutations", "deny", "-c", code)
+    asked = asyncai("run-code", "--mcp-stdio", server, "--mutations", "ask", "-c", code)
+    reads = asyncai("run-code", "--mcp-stdio", server, "--mutations", "deny", "-c", 'await echo(text="ok")')
+    assert denied.stdout.startswith("write_note() was not run: mutating calls are denied here")
+    assert asked.stdout.startswith("write_note() was not run: mutating calls need approval (--mutations ask)")
+    assert reads.stdout.startswith("ok")
+    refused = [json.loads(line) for line in denied.stderr.splitlines() if '"mcp.tool_refused"' in line]
+    assert [(e["tool"], e["level"]) for e in refused] == [("write_note", "warn")]

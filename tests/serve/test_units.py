@@ -1,0 +1,75 @@
+"""serve-mcp's pure parts and small shells, without a client process: session scopes and their idle
+expiry, the bind checks, the approval text, and the wall clock's pause."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
+from asyncai.code_mode.gate import ApprovalRequest, WallClock
+from asyncai.serve.http import BindError, HttpOptions, check_bind, is_loopback
+from asyncai.serve.scopes import SessionScopes
+from tests.code_mode.conftest import FakeExecutor
+
+pytestmark = pytest.mark.anyio
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_idle_sessions_are_released_and_busy_ones_are_kept() -> None:
+    clock = Clock()
+    async with CodeModeToolExecutor(FakeExecutor(), CodeModeLimits()) as executor:
+        scopes = SessionScopes(executor, idle_timeout=60, clock=clock)
+        first = await scopes.scope("a")
+        await first.call_tool("run_code", {"code": "x = 1"})
+        busy = await scopes.scope("b")
+        clock.now += 61
+        with busy.hold():  # a running snippet keeps its session
+            await scopes.scope("c")
+        assert set(executor.idle_threads()) == {"b", "c"}  # "a" went, with its worker
+        again = await scopes.scope("a")
+        result = await again.call_tool("run_code", {"code": "x"})
+        notes = [scopes.changed_note("b", note) for note in ("[vars: x]", "[vars: x]", None, "[vars: y]")]
+    assert result.is_error and "NameError" in result.content
+    assert notes == ["[vars: x]", None, None, "[vars: y]"]  # passed on only when it changed
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"])
+def test_loopback_addresses(host: str) -> None:
+    assert is_loopback(host)
+    assert check_bind(HttpOptions(host, 0, token=None)) == []
+
+
+def test_beyond_loopback_needs_allow_remote_and_a_token() -> None:
+    with pytest.raises(BindError, match="--allow-remote"):
+        check_bind(HttpOptions("0.0.0.0", 8765, token="t"))
+    with pytest.raises(BindError, match="--no-auth is only allowed on a loopback address"):
+        check_bind(HttpOptions("0.0.0.0", 8765, token=None, allow_remote=True))
+    [warning] = check_bind(HttpOptions("10.0.0.5", 8765, token="t", allow_remote=True))
+    assert "10.0.0.5:8765" in warning and "every wrapped tool" in warning
+
+
+def test_an_approval_question_shows_the_call_compactly() -> None:
+    request = ApprovalRequest("delete-object", "delete_object", {"name": "web", "spec": {"x": [1] * 100}})
+    text = request.call_text()
+    assert text.startswith("delete_object(name='web', spec={\"x\":[1,1,")
+    assert text.endswith("...)") and len(text) < 200
+
+
+async def test_a_paused_wall_clock_does_not_expire() -> None:
+    async with WallClock(0.2) as clock:
+        async with clock.paused():
+            await asyncio.sleep(0.4)  # longer than the limit, while paused
+        async with clock.paused(), clock.paused():  # nested pauses (two approvals at once)
+            await asyncio.sleep(0.1)
+    with pytest.raises(TimeoutError):
+        async with WallClock(0.1):
+            await asyncio.sleep(1)
