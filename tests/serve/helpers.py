@@ -8,10 +8,11 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from mcp import StdioServerParameters
 
@@ -19,6 +20,7 @@ BIN = Path(sys.executable).parent
 ASYNCAI = str(BIN / "asyncai")
 SIMPLE = str(BIN / "asyncai-mcp-simple")
 LISTENING = re.compile(r"listening on (http://\S+)")
+T = TypeVar("T")
 
 
 def stdio_params(*args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
@@ -33,6 +35,23 @@ class HttpServe:
     url: str
     process: subprocess.Popen[str]
     stderr_lines: list[str] = field(default_factory=list)
+    arrived: threading.Condition = field(default_factory=threading.Condition)
+
+    def add_line(self, line: str) -> None:
+        with self.arrived:
+            self.stderr_lines.append(line)
+            self.arrived.notify_all()
+
+    def wait_for(self, found: Callable[[list[str]], T], timeout: float = 10) -> T:
+        """Block until ``found(stderr_lines)`` is truthy (woken by each new line); its value.
+        ``AssertionError`` after ``timeout`` seconds."""
+        with self.arrived:
+            value = found(list(self.stderr_lines))
+            if not value:
+                self.arrived.wait_for(lambda: found(list(self.stderr_lines)), timeout)
+                value = found(list(self.stderr_lines))
+        assert value, f"not in serve-mcp's stderr within {timeout} s"
+        return value
 
 
 @contextmanager
@@ -60,7 +79,12 @@ def serve_http(*args: str, env: dict[str, str] | None = None, timeout: float = 6
         process.wait(timeout)
         raise AssertionError(f"serve-mcp did not start: {''.join(early)}")
     served = HttpServe(url, process, early)
-    reader = threading.Thread(target=lambda: served.stderr_lines.extend(process.stderr or []), daemon=True)
+
+    def read() -> None:
+        for line in process.stderr or []:
+            served.add_line(line)
+
+    reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
         yield served

@@ -19,6 +19,7 @@ from .limits import CodeModeLimits
 from .resources import call_resource_function
 
 OS_DENIED = "os access disabled in asyncai code mode"
+SETTLE_TIMEOUT = 5.0
 T = TypeVar("T")
 
 
@@ -216,6 +217,16 @@ class SnippetDispatcher:
     def cancel_in_flight(self) -> None:
         for task in list(self._tasks):
             task.cancel()
+
+    async def settle(self, timeout: float = SETTLE_TIMEOUT) -> None:
+        """Cancel the calls the snippet left running (it failed while a gathered call was still in
+        flight) and wait for them to end, so the audit says how each one ended."""
+        tasks = [task for task in self._tasks if task is not asyncio.current_task()]
+        if not tasks:
+            return
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks, timeout=timeout)
 
     def audit(self) -> dict[str, Any]:
         return {"nested_calls": [call.audit() for call in self.calls]}

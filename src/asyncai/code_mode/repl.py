@@ -127,6 +127,7 @@ class ReplScope(ToolExecutor):
             gate = MutationGate(self.setup.mutations, approver)
             dispatcher = SnippetDispatcher(self.setup.catalog, self.setup.inner, self.limits, gate)
             result = await self._run(code, dispatcher)
+            await dispatcher.settle()
             return ToolCallOutput(content=result.text, is_error=result.is_error, audit=dispatcher.audit())
 
     def _refusal(self, code: str) -> tuple[RunCodeText | None, tuple[str, ...]]:

@@ -117,9 +117,12 @@ class _ReleasingSessionManager(StreamableHTTPSessionManager):
         self.code_mode = server
 
     async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
+        # The SDK discards a session from several places; the REPL goes with the first.
+        known = session_id in self._server_instances
         await super()._discard_session(session_id, transport)
-        with anyio.CancelScope(shield=True):
-            await self.code_mode.release_session(f"http:{session_id}")
+        if known:
+            with anyio.CancelScope(shield=True):
+                await self.code_mode.release_session(f"http:{session_id}")
 
 
 def http_app(server: CodeModeServer, options: HttpOptions) -> Starlette:
