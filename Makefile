@@ -33,6 +33,7 @@ test: lint $(NPM_SERVERS)
 bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/bench_code_mode.py
 	$(VENV)/bin/python benchmarks/bench_serve_mcp.py
+	$(VENV)/bin/python benchmarks/bench_catalog.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache tests/third_party/node_modules

@@ -13,10 +13,10 @@ from asyncai.code_mode.catalog import (
     python_type,
     render_catalog,
     render_stub,
-    run_code_description,
     sanitize_names,
     shape_sketch,
 )
+from asyncai.code_mode.description import run_code_description
 from asyncai.tools.types import ToolDefinition
 
 NO_SCHEMA_RULE = "A function marked -> Any has no output schema: inspect a small sample"

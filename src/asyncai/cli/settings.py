@@ -70,6 +70,12 @@ def add_code_options(parser: argparse.ArgumentParser) -> None:
         "--code-preamble", metavar="PATH", help="Python run in every new REPL after the helpers"
     )
     group.add_argument(
+        "--catalog-budget",
+        type=int,
+        metavar="CHARS",
+        help="run_code description size; over it an index replaces the stubs (16000)",
+    )
+    group.add_argument(
         "--mutations",
         choices=MUTATION_POLICIES,
         help="nested calls to tools that may change the world: allow (default), ask, deny",
@@ -262,6 +268,7 @@ def code_limits(settings: Settings) -> CodeModeLimits:
         max_calls=settings.count("code_max_calls", defaults.max_calls),
         max_result_chars=settings.count("code_max_result", defaults.max_result_chars),
         max_memory=max_memory,
+        catalog_budget=settings.count("catalog_budget", defaults.catalog_budget),
     )
 
 

@@ -13,26 +13,28 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from asyncai.code_mode.contract import MAX_RESULT_CHARS, NO_OUTPUT_TEXT
 from asyncai.code_mode.crossing import unwrapped_output_schema
-from asyncai.code_mode.resources import RESOURCE_FUNCTIONS
-from asyncai.humanize import count
+from asyncai.code_mode.host_functions import HOST_FUNCTIONS
 from asyncai.tools.types import ToolDefinition
 
 __all__ = [
+    "COMPACT_HELPERS",
     "HELPER_NAMES",
     "PREIMPORTED",
+    "RESERVED_HELPERS",
     "RUN_CODE_INPUT_SCHEMA",
     "parameter_names",
     "python_type",
     "render_catalog",
     "render_stub",
-    "run_code_description",
     "sanitize_names",
     "shape_sketch",
 ]
 
 HELPER_NAMES: Final = ("items", "names", "dig", "count_by", "to_json")
+COMPACT_HELPERS: Final = ("shape",)
+"""Helpers the full description does not mention (it stays as it was); the compact one does."""
+RESERVED_HELPERS: Final = (*HELPER_NAMES, *COMPACT_HELPERS)
 PREIMPORTED: Final = ("asyncio", "json", "re")
 
 RUN_CODE_INPUT_SCHEMA: Final[dict[str, Any]] = {
@@ -56,7 +58,7 @@ _BUILTIN_NAMES: Final = frozenset(
     """.split()  # noqa: SIM905 (one readable block)
 )
 _RESERVED_TOOL_NAMES: Final = (
-    frozenset(HELPER_NAMES) | frozenset(PREIMPORTED) | frozenset(RESOURCE_FUNCTIONS) | _BUILTIN_NAMES
+    frozenset(RESERVED_HELPERS) | frozenset(PREIMPORTED) | frozenset(HOST_FUNCTIONS) | _BUILTIN_NAMES
 )
 
 _MAX_SKETCH_DEPTH: Final = 4
@@ -437,78 +439,3 @@ def render_stub(py_name: str, tool: ToolDefinition) -> str:
 def render_catalog(tools: Sequence[ToolDefinition]) -> str:
     """Every tool's stub, in the tools' order, separated by blank lines."""
     return "\n\n".join(render_stub(py_name, tool) for py_name, tool in sanitize_names(tools).items())
-
-
-# ---------------------------------------------------------------------------------------------
-# The run_code description
-
-_RULES: Final = """\
-Run Python in a sandbox (Monty, a subset of Python 3) that calls the async functions listed below; \
-each one runs a tool.
-
-How to work:
-- Plan first, then write ONE complete program that fetches, filters and returns the answer. \
-Inspect data shapes only after a failure.
-- Call functions with keyword arguments only, and always await them: x = await f(a=1).
-- Parallel calls: a, b = await asyncio.gather(f(a=1), g(b=2)). gather takes no keyword arguments \
-(no return_exceptions).
-- A failing call raises RuntimeError; catch it with try/except to carry on.
-- asyncio, json and re are already imported.
-- Helpers (never rebind these names): items(x) is the list in a result (x itself, x["items"], or a \
-dict's only list); names(x) is the metadata.name (else name, else id) of each element; \
-dig(obj, *path, default=None) reads a nested value, path segments dotted or split: \
-dig(pod, "status.phase"), dig(i, "spec", "name"); count_by(xs, *path) is {{value: count}} of the value \
-at path; to_json(x, indent=None) is json.dumps with str() for unknown types.
-- A function's value is its tool's structured result when it has one (the shape in Returns:), \
-else its text parsed as JSON when it parses, else the text as a str. Images, audio and embedded \
-resources are dicts: {{"type": "image", "mime_type": ..., "data": "<base64>"}}; a result of several \
-parts is a list. A function marked -> Any has no output schema: inspect a small sample before \
-relying on its shape.
-- Variables persist across run_code calls in this conversation; restart: true clears them. Only \
-what run_code returned stays in the chat history: keep large data in variables and reuse it instead \
-of fetching again.
-- No filesystem, environment, network or subprocess access: the functions below are the only way out.
-- Not supported: class inheritance (so no custom exception classes), method decorators such as \
-@property, generators/yield, del, globals(); modules such as operator, io, textwrap and statistics \
-are missing. Use dicts or dataclasses, plain functions, built-in exceptions, and lambdas for key=.
-
-Result:
-- The last expression is the result: a str is returned as-is, anything else as compact JSON. \
-If it is None or an assignment you get "{no_output}".
-- print() output is returned too: {{"output": "<printed>", "result": <last expression>}}.
-- Results over {max_result} characters are rejected: filter, count or select fields in Python \
-and return only what answers the question.
-
-Functions:
-"""
-
-
-def _resources_section(resource_servers: Sequence[str]) -> str:
-    stubs = "\n\n".join(render_stub(name, tool) for name, tool in RESOURCE_FUNCTIONS.items())
-    return f"# MCP resources, offered by: {', '.join(resource_servers)}\n\n{stubs}"
-
-
-def run_code_description(
-    tools: Sequence[ToolDefinition],
-    *,
-    resource_servers: Sequence[str] = (),
-    left_out: Sequence[str] = (),
-    max_result_chars: int = MAX_RESULT_CHARS,
-) -> str:
-    """The ``run_code`` tool description: sandbox rules, return contract, catalog (byte-stable).
-
-    ``resource_servers`` adds the resource functions; ``left_out`` names tools that exist but
-    cannot be called from a snippet (they need MCP task augmentation).
-    """
-    parts = [
-        _RULES.format(no_output=NO_OUTPUT_TEXT, max_result=count(max_result_chars)).rstrip("\n"),
-        render_catalog(tools),
-    ]
-    if resource_servers:
-        parts.append(_resources_section(resource_servers))
-    if left_out:
-        parts.append(
-            "# Not callable here (these tools need MCP task augmentation, which asyncai does not "
-            f"support): {', '.join(left_out)}"
-        )
-    return "\n\n".join(part for part in parts if part)

@@ -8,7 +8,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..humanize import count, seconds
 from ..log import AUDIT_PREVIEW_CHARS, TEXT_PREVIEW_CHARS, decoded_or_preview, json_preview, log_event, logger
@@ -16,7 +16,7 @@ from ..tools.types import ToolDefinition, ToolExecutor
 from .crossing import Payload, tool_payload
 from .gate import Approval, ApprovalRequest, MutationGate, WallClock
 from .limits import CodeModeLimits
-from .resources import call_resource_function
+from .resources import RESOURCE_FUNCTIONS, call_resource_function
 
 OS_DENIED = "os access disabled in asyncai code mode"
 SETTLE_TIMEOUT = 5.0
@@ -30,8 +30,12 @@ class CatalogEntry:
     tool: ToolDefinition
     parameters: Mapping[str, str]
     required: frozenset[str]
-    resource_function: bool = False
-    """``list_resources`` / ``read_resource``: answered by the executor, not a nested tool call."""
+    host_function: bool = False
+    """Answered by asyncai (resources, ``search_tools``, ``describe_tool``), not a nested tool call."""
+
+
+class Finder(Protocol):
+    def answer(self, definition: ToolDefinition, arguments: Mapping[str, Any]) -> Payload: ...
 
 
 @dataclass
@@ -86,6 +90,8 @@ class SnippetDispatcher:
     inner: ToolExecutor
     limits: CodeModeLimits
     gate: MutationGate = field(default_factory=MutationGate)
+    finder: Finder | None = None
+    """Answers ``search_tools`` and ``describe_tool``."""
     clock: WallClock | None = None
     """The snippet's wall clock, paused while the gate waits for a person."""
     calls: list[NestedCall] = field(default_factory=list)
@@ -111,8 +117,13 @@ class SnippetDispatcher:
         if entry is None:
             raise NameError(f"name '{py_name}' is not defined")
         arguments = validate_arguments(py_name, entry, args, kwargs)
-        if entry.resource_function:
-            found = await self._tracked(call_resource_function(self.inner, entry.tool, arguments))
+        if entry.host_function:
+            if entry.tool.name in RESOURCE_FUNCTIONS:
+                found = await self._tracked(call_resource_function(self.inner, entry.tool, arguments))
+            elif self.finder is not None:
+                found = self.finder.answer(entry.tool, arguments)
+            else:
+                raise NameError(f"name '{py_name}' is not defined")
             return found.as_host_reply()
         if len(self.calls) >= self.limits.max_calls:
             raise RuntimeError(

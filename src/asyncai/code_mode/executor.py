@@ -7,14 +7,16 @@ from collections import OrderedDict
 from typing import Any
 
 from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor, ToolsChangedListener
-from .catalog import RUN_CODE_INPUT_SCHEMA, parameter_names, run_code_description, sanitize_names
+from .catalog import RUN_CODE_INPUT_SCHEMA, parameter_names, sanitize_names
 from .contract import MAX_RESULT_CHARS
+from .description import DEFAULT_CATALOG_BUDGET, run_code_description
 from .dispatch import CatalogEntry
 from .gate import MutationPolicy
+from .host_functions import HOST_FUNCTIONS
 from .limits import CodeModeLimits
 from .repl import RUN_CODE, ReplScope, ScopeSetup
-from .resources import RESOURCE_FUNCTIONS
 from .sandbox import Sandbox, SandboxConfig
+from .search import ToolFinder
 
 THREAD_SCOPES = 8  # A10: one REPL per conversation thread, least recently used evicted
 
@@ -24,22 +26,22 @@ def callable_tools(tools: list[ToolDefinition]) -> list[ToolDefinition]:
     return [tool for tool in tools if not tool.task_required]
 
 
-def _entry(tool: ToolDefinition, *, resource_function: bool = False) -> CatalogEntry:
+def _entry(tool: ToolDefinition, *, host_function: bool = False) -> CatalogEntry:
     required = {str(name) for name in tool.input_schema.get("required", [])}
     parameters = parameter_names(tool)
     return CatalogEntry(
         tool=tool,
         parameters=parameters,
         required=frozenset(py for py, schema_name in parameters.items() if schema_name in required),
-        resource_function=resource_function,
+        host_function=host_function,
     )
 
 
 def build_catalog(tools: list[ToolDefinition]) -> dict[str, CatalogEntry]:
-    """Python name -> entry for every callable tool and the resource functions."""
+    """Python name -> entry for every callable tool and asyncai's own functions (resources, search)."""
     catalog = {py_name: _entry(tool) for py_name, tool in sanitize_names(callable_tools(tools)).items()}
-    for name, tool in RESOURCE_FUNCTIONS.items():
-        catalog[name] = _entry(tool, resource_function=True)
+    for name, tool in HOST_FUNCTIONS.items():
+        catalog[name] = _entry(tool, host_function=True)
     return catalog
 
 
@@ -47,6 +49,7 @@ def run_code_definition(
     tools: list[ToolDefinition],
     resource_servers: list[str] | None = None,
     max_result_chars: int = MAX_RESULT_CHARS,
+    budget: int = DEFAULT_CATALOG_BUDGET,
 ) -> ToolDefinition:
     usable = callable_tools(tools)
     return ToolDefinition(
@@ -56,6 +59,7 @@ def run_code_definition(
             resource_servers=resource_servers or [],
             left_out=[tool.name for tool in tools if tool.task_required],
             max_result_chars=max_result_chars,
+            budget=budget,
         ),
         input_schema=RUN_CODE_INPUT_SCHEMA,
         read_only=all(tool.read_only for tool in usable),
@@ -85,8 +89,9 @@ class CodeModeToolExecutor(ToolExecutor):
         self.catalog = build_catalog(inner_tools)
         self.sandbox = Sandbox(sandbox or SandboxConfig(), self.limits)
         self._setup = ScopeSetup(
-            run_code=run_code_definition(inner_tools, inner.resource_servers(), self.limits.max_result_chars),
+            run_code=self._definition(inner_tools),
             catalog=self.catalog,
+            finder=ToolFinder(self.catalog),
             inner=inner,
             sandbox=self.sandbox,
             operator_preamble=preamble,
@@ -101,14 +106,21 @@ class CodeModeToolExecutor(ToolExecutor):
     def on_tools_changed(self, listener: ToolsChangedListener) -> None:
         self._listeners.append(listener)
 
+    def _definition(self, inner_tools: list[ToolDefinition]) -> ToolDefinition:
+        return run_code_definition(
+            inner_tools,
+            self.inner.resource_servers(),
+            self.limits.max_result_chars,
+            self.limits.catalog_budget,
+        )
+
     async def _inner_tools_changed(self) -> None:
         """A wrapped server's tools changed: a new catalog and description for every scope."""
         inner_tools = self.inner.tools()
         self.catalog = build_catalog(inner_tools)
         self._setup.catalog = self.catalog
-        self._setup.run_code = run_code_definition(
-            inner_tools, self.inner.resource_servers(), self.limits.max_result_chars
-        )
+        self._setup.finder = ToolFinder(self.catalog)
+        self._setup.run_code = self._definition(inner_tools)
         self._setup.catalog_version += 1
         for listener in self._listeners:
             await listener()

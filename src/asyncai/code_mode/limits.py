@@ -38,6 +38,8 @@ class CodeModeLimits:
     max_memory: int = 4 * GIB
     """Heap cap of each sandbox worker."""
     max_recursion: int = 1000
+    catalog_budget: int = 16_000
+    """Characters of ``run_code`` description; over it the stubs give way to an index (issue 11)."""
 
     @property
     def hard_timeout(self) -> float:

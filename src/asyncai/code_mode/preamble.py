@@ -118,6 +118,33 @@ def _asyncai_count_by(xs, *path):
     return dict(sorted(counts.items(), key=lambda pair: -pair[1]))
 
 
+def _asyncai_shape_of(x, depth):
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return "None" if x is None else type(x).__name__
+    if isinstance(x, (list, tuple)):
+        kind = "list" if isinstance(x, list) else "tuple"
+        if not x or depth >= 3:
+            return f"{kind}[{len(x)}]"
+        return f"{kind}[{len(x)}] of " + _asyncai_shape_of(x[0], depth + 1)
+    if isinstance(x, dict):
+        if not x:
+            return "{}"
+        if depth >= 3:
+            return "{...}"
+        keys = list(x.keys())
+        parts = [f"{k}: {_asyncai_shape_of(x[k], depth + 1)}" for k in keys[:8]]
+        if len(keys) > 8:
+            parts.append(f"... +{len(keys) - 8} keys")
+        return "{" + ", ".join(parts) + "}"
+    return type(x).__name__
+
+
+def _asyncai_shape(x):
+    """One line sketching x: dict keys with their value types, list lengths and the first element."""
+    text = _asyncai_shape_of(x, 0)
+    return text if len(text) <= 400 else text[:397] + "..."
+
+
 # The public names are aliases, so code that shadows one (a function's local, say) never breaks
 # the others, and the tool wrappers never depend on names the model can rebind.
 items = _asyncai_items
@@ -125,6 +152,7 @@ names = _asyncai_names
 dig = _asyncai_dig
 count_by = _asyncai_count_by
 to_json = _asyncai_to_json
+shape = _asyncai_shape
 '''
 
 _WRAPPER = """

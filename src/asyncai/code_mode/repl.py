@@ -14,12 +14,12 @@ import pydantic_monty as pm
 from ..humanize import seconds
 from ..log import log_event
 from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
-from .catalog import HELPER_NAMES
+from .catalog import RESERVED_HELPERS
 from .contract import RunCodeText, SnippetOutcome, format_error, format_outcome, hide_frames
-from .dispatch import CatalogEntry, SnippetDispatcher, refuse_os
+from .dispatch import CatalogEntry, Finder, SnippetDispatcher, refuse_os
 from .gate import Approver, MutationGate, MutationPolicy, WallClock
+from .host_functions import HOST_FUNCTIONS
 from .preamble import HOST_CALL, INTERNAL_PREFIX, scope_preamble
-from .resources import RESOURCE_FUNCTIONS
 from .sandbox import Sandbox, release
 from .variables import BoundVariable, format_note, note_candidates, probe_source, scan_snippet
 
@@ -61,6 +61,7 @@ class ScopeSetup:
     sandbox: Sandbox
     operator_preamble: str | None = None
     mutations: MutationPolicy = "allow"
+    finder: Finder | None = None
     catalog_version: int = 0
     live: set[ReplScope] = field(default_factory=set)
     """Every scope that holds a worker session: what the executor must close."""
@@ -125,7 +126,9 @@ class ReplScope(ToolExecutor):
             if arguments.get("restart") in (True, "true", "True", 1):
                 await self._reset()
             gate = MutationGate(self.setup.mutations, approver)
-            dispatcher = SnippetDispatcher(self.setup.catalog, self.setup.inner, self.limits, gate)
+            dispatcher = SnippetDispatcher(
+                self.setup.catalog, self.setup.inner, self.limits, gate, finder=self.setup.finder
+            )
             result = await self._run(code, dispatcher)
             await dispatcher.settle()
             return ToolCallOutput(content=result.text, is_error=result.is_error, audit=dispatcher.audit())
@@ -134,9 +137,9 @@ class ReplScope(ToolExecutor):
         """An error for a snippet that must not run, and the names it binds."""
         scan = scan_snippet(code, frozenset(self.setup.catalog))
         for name in scan.bound:
-            if name in HELPER_NAMES:
+            if name in RESERVED_HELPERS:
                 kind = "a built-in helper"
-            elif name in RESOURCE_FUNCTIONS:
+            elif name in HOST_FUNCTIONS:
                 kind = "a built-in function"
             elif name in self.setup.catalog:
                 kind = "a tool function"

@@ -213,7 +213,7 @@ class McpConnection:
             async with self._open_session() as session:
                 initialized = await session.initialize()
                 self.capabilities = initialized.capabilities
-                self.tools = await self._list_tools(session) if self._has_tools() else []
+                self.tools = await self._list_tools(session, self.name) if self._has_tools() else []
                 await self._probe_resources(session)
                 self._session = session
                 self._ready.set_result(None)
@@ -241,7 +241,7 @@ class McpConnection:
 
     async def _refresh_tools(self, session: ClientSession) -> None:
         try:
-            self.tools = await self._list_tools(session)
+            self.tools = await self._list_tools(session, self.name)
         except Exception as exc:
             log_event("mcp.tools_refresh_failed", logging.WARNING, server=self.name, error=_describe(exc))
             return
@@ -257,14 +257,14 @@ class McpConnection:
         return capabilities.resources is None and capabilities.prompts is None
 
     @staticmethod
-    async def _list_tools(session: ClientSession) -> list[ToolDefinition]:
+    async def _list_tools(session: ClientSession, server: str) -> list[ToolDefinition]:
         tools: list[ToolDefinition] = []
         cursor: str | None = None
         while True:
             page = await session.list_tools(
                 params=mt.PaginatedRequestParams(cursor=cursor) if cursor else None
             )
-            tools.extend(tool_definition(t) for t in page.tools)
+            tools.extend(tool_definition(t, server) for t in page.tools)
             cursor = page.next_cursor
             if not cursor:
                 return tools

@@ -11,7 +11,7 @@ from ..log import dumps_compact
 from .types import ToolCallOutput, ToolDefinition
 
 
-def tool_definition(tool: mt.Tool) -> ToolDefinition:
+def tool_definition(tool: mt.Tool, server: str = "") -> ToolDefinition:
     """The MCP spec's defaults apply to missing hints: not read-only, and (when not read-only)
     destructive."""
     annotations = tool.annotations
@@ -25,6 +25,7 @@ def tool_definition(tool: mt.Tool) -> ToolDefinition:
         read_only=read_only,
         destructive=not read_only and destructive_hint is not False,
         task_required=bool(tool.execution and tool.execution.task_support == "required"),
+        server=server,
     )
 
 

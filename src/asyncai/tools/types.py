@@ -21,6 +21,8 @@ class ToolDefinition:
     destructive: bool = False
     task_required: bool = False
     """The server only runs this tool as an MCP task (``execution.taskSupport: "required"``)."""
+    server: str = ""
+    """The MCP server that offers it (empty outside an MCP executor)."""
 
     @property
     def mutating(self) -> bool:

@@ -1,0 +1,56 @@
+"""The catalog functions asyncai answers itself rather than a server: the resource functions
+(issue 8) and tool discovery, ``search_tools`` and ``describe_tool`` (issue 11).
+
+They are called like the tools (keyword arguments, awaited) and their names are reserved, but they
+are not nested tool calls: no call budget, no audit, no mutation gate.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ..tools.types import ToolDefinition
+from .resources import RESOURCE_FUNCTIONS
+
+SEARCH_TOOLS: Final = ToolDefinition(
+    name="search_tools",
+    description=(
+        "The catalog functions that best match a plain-language query (BM25 over names, descriptions "
+        "and parameter names), best first. name is the Python name to call. When more functions "
+        'matched than limit, a last {"more": "showing 10 of 143 ..."} entry says so.'
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": 'what the tool does, e.g. "delete a kv namespace"'},
+            "limit": {"type": "integer", "description": "at most this many matches (10)"},
+        },
+        "required": ["query"],
+    },
+    output_schema={
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "summary": {"type": "string"},
+                "signature": {"type": "string"},
+            },
+        },
+    },
+    read_only=True,
+)
+
+DESCRIBE_TOOL: Final = ToolDefinition(
+    name="describe_tool",
+    description=(
+        "The full stub of one catalog function, exactly as a full catalog shows it: signature, "
+        "docstring, Returns: sketch. An unknown name raises NameError listing the closest names."
+    ),
+    input_schema={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+    output_schema={"type": "string"},
+    read_only=True,
+)
+
+FINDER_FUNCTIONS: Final = {tool.name: tool for tool in (SEARCH_TOOLS, DESCRIBE_TOOL)}
+HOST_FUNCTIONS: Final = {**RESOURCE_FUNCTIONS, **FINDER_FUNCTIONS}

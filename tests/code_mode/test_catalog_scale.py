@@ -1,0 +1,151 @@
+"""Catalogs that scale (issue 11): a generated MCP server of 3,000 tools behind code mode. The
+description stays within its budget, ``search_tools`` finds tools from plain language,
+``describe_tool`` gives their stubs, and any tool can be called without being described."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
+from asyncai.code_mode.catalog import render_stub
+from asyncai.code_mode.description import DEFAULT_CATALOG_BUDGET, run_code_description
+from asyncai.tools import McpToolExecutor, stdio_spec
+from asyncai.tools.results import tool_definition
+from tests.fakes.big_server import generate
+
+pytestmark = pytest.mark.anyio
+
+BIG_SERVER = f"{sys.executable} {Path(__file__).parent.parent / 'fakes' / 'big_server.py'}"
+BIN = Path(sys.executable).parent
+
+QUERIES = {
+    "delete a kv namespace": "kv_namespace_delete",
+    "run a SQL query on a D1 database": "d1_database_query",
+    "upload an image": "image_upload",
+    "purge the cache of a zone": "zone_purge_cache",
+    "create a DNS record": "dns_record_create",
+    "list R2 buckets in the EU": "r2_bucket_list_eu",
+    "rollback a worker script": "worker_script_rollback",
+    "send a message to a queue": "queue_send_message",
+    "renew an SSL certificate": "ssl_certificate_renew",
+    "rotate the turnstile secret": "turnstile_widget_rotate_secret",
+    "invite a member again": "account_member_resend_invite",
+    "query a vector index": "vectorize_index_query",
+    "tail worker logs": "worker_script_tail_logs",
+    "health of a load balancer pool": "lb_pool_health",
+    "presigned URL for an R2 object": "r2_object_presign_url",
+}
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def big() -> AsyncIterator[CodeModeToolExecutor]:
+    async with (
+        McpToolExecutor([stdio_spec(f"big-cloud={BIG_SERVER}")]) as mcp,
+        CodeModeToolExecutor(mcp, CodeModeLimits()) as code_mode,
+    ):
+        yield code_mode
+
+
+async def run(executor: CodeModeToolExecutor, code: str) -> str:
+    output = await executor.call_tool("run_code", {"code": code, "restart": True})
+    assert not output.is_error, output.content
+    return output.content
+
+
+async def test_the_description_of_3000_tools_fits_the_budget_and_says_how_to_find_the_rest(
+    big: CodeModeToolExecutor,
+) -> None:
+    [run_code] = big.tools()
+    description = run_code.description
+    assert len(description) <= DEFAULT_CATALOG_BUDGET
+    assert "The catalog has 3,000 functions" in description and "listing " in description
+    assert "# server big-cloud: 3,000 functions (" in description
+    for needle in ("await search_tools(query=", "await describe_tool(name=", "shape(x)"):
+        assert needle in description
+    assert "kv_namespace_list(account_id, page=...) - List every KV namespace" in description
+    # Byte-stable for the same tool set (prompt caching).
+    tools = [tool_definition(t, "big-cloud") for t in generate(3000)]
+    assert run_code_description(tools) == description
+
+
+async def test_plain_language_queries_find_the_intended_tool_in_the_top_five(
+    big: CodeModeToolExecutor,
+) -> None:
+    code = f"queries = {json.dumps(list(QUERIES))}\n[[m.get('name') for m in await search_tools(query=q, limit=5)] for q in queries]"
+    found = json.loads(await run(big, code))
+    misses = {
+        query: names
+        for (query, intended), names in zip(QUERIES.items(), found, strict=True)
+        if intended not in names
+    }
+    assert not misses
+    [first, *_, more] = json.loads(await run(big, 'await search_tools(query="delete a kv namespace")'))
+    assert set(first) == {"name", "summary", "signature"} and first["name"] == "kv_namespace_delete"
+    assert first["signature"] == "kv_namespace_delete(*, account_id: str, kv_namespace_id: str) -> Any"
+    assert more["more"].startswith("showing 10 of ")
+
+
+async def test_describe_tool_gives_the_full_stub_and_any_tool_can_be_called(
+    big: CodeModeToolExecutor,
+) -> None:
+    stub = await run(big, 'await describe_tool(name="queue_pull_messages_apac")')
+    tool = next(t for t in big.inner.tools() if t.name == "queue_pull_messages_apac")
+    assert stub == render_stub("queue_pull_messages_apac", tool)
+    output = await big.call_tool(
+        "run_code", {"code": 'await hyperdrive_config_delete_china(account_id="a", hyperdrive_config_id="h")'}
+    )
+    assert json.loads(output.content) == {
+        "tool": "hyperdrive_config_delete_china",
+        "arguments": {"account_id": "a", "hyperdrive_config_id": "h"},
+    }
+    assert output.audit is not None and [c["tool"] for c in output.audit["nested_calls"]] == [
+        "hyperdrive_config_delete_china"
+    ]  # search and describe are not nested calls; the tool call is
+    wrong = await big.call_tool("run_code", {"code": "await hyperdrive_config_delete_china(account_id=1)"})
+    assert wrong.is_error and "missing required keyword argument 'hyperdrive_config_id'" in wrong.content
+
+
+async def test_a_bad_name_gets_the_closest_names(big: CodeModeToolExecutor) -> None:
+    output = await big.call_tool("run_code", {"code": 'await describe_tool(name="kv_namespace_remove")'})
+    assert output.is_error
+    assert (
+        "NameError: no catalog function 'kv_namespace_remove'; the closest: kv_namespace_" in output.content
+    )
+
+
+async def test_finder_names_and_shape_are_reserved_and_shape_sketches_a_value(
+    big: CodeModeToolExecutor,
+) -> None:
+    refused = await big.call_tool("run_code", {"code": "search_tools = 1"})
+    assert refused.is_error and "cannot be rebound" in refused.content
+    sketch = await run(big, 'shape({"items": [{"name": "a", "n": 1}], "total": 3})')
+    assert sketch == "{items: list[1] of {name: str, n: int}, total: int}"
+
+
+def test_the_kcp_description_is_exactly_as_before_budgets() -> None:
+    """Under the budget nothing changes: the bundled kcp server's description, byte for byte, as it
+    was before issue 11 (sha256 taken then). Changing the rules on purpose means a new hash here."""
+    command = f"{BIN / 'socialweb-computer-kcp-readwrite'} --kubeconfig /nonexistent"
+    printed = subprocess.run(
+        [str(BIN / "asyncai"), "run-code", "--catalog", "--mcp-stdio", command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert len(printed) == 10_952
+    assert hashlib.sha256(printed.encode()).hexdigest() == (
+        "235a25ba06f330834dc42474c201eeacb30eac921d29a7205b04d464a131c378"
+    )
