@@ -25,10 +25,20 @@ PRODUCTS: list[tuple[str, str, str, list[str]]] = [
     ("d1_database", "D1 database", "a serverless SQLite database", ["query", "export", "import"]),
     ("r2_bucket", "R2 bucket", "an object storage bucket", ["set_cors", "set_lifecycle"]),
     ("r2_object", "R2 object", "an object stored in an R2 bucket", ["copy", "presign_url"]),
-    ("worker_script", "Worker script", "JavaScript that runs on the edge", ["deploy", "rollback", "tail_logs"]),
+    (
+        "worker_script",
+        "Worker script",
+        "JavaScript that runs on the edge",
+        ["deploy", "rollback", "tail_logs"],
+    ),
     ("worker_route", "Worker route", "a URL pattern that triggers a Worker", []),
     ("worker_cron", "Worker cron trigger", "a schedule that runs a Worker", []),
-    ("dns_record", "DNS record", "an A, AAAA, CNAME, MX or TXT record of a zone", ["import_bind", "export_bind"]),
+    (
+        "dns_record",
+        "DNS record",
+        "an A, AAAA, CNAME, MX or TXT record of a zone",
+        ["import_bind", "export_bind"],
+    ),
     ("zone", "zone", "a domain managed by the account", ["purge_cache", "activation_check"]),
     ("page_rule", "page rule", "a rule that changes behaviour for matching URLs", []),
     ("firewall_rule", "firewall rule", "a rule that blocks or challenges requests", []),
@@ -89,17 +99,31 @@ def generate(count: int = 3000) -> list[types.Tool]:
     for region in REGIONS:
         where = f" in the {region.strip('_').upper()} jurisdiction" if region else ""
         for prefix, noun, what, specific in PRODUCTS:
-            verbs = {**VERBS, **{v: f"{v.replace('_', ' ').capitalize()} for a {{noun}} ({{what}})." for v in specific}}
+            verbs = {
+                **VERBS,
+                **{v: f"{v.replace('_', ' ').capitalize()} for a {{noun}} ({{what}})." for v in specific},
+            }
             for verb, template in verbs.items():
                 name = f"{prefix}_{verb}{region}"
                 description = template.format(noun=noun, what=what).rstrip(".") + where + "."
-                read_only = verb in ("list", "get", "export", "logs", "preview", "health", "verify", "tail_logs")
+                read_only = verb in (
+                    "list",
+                    "get",
+                    "export",
+                    "logs",
+                    "preview",
+                    "health",
+                    "verify",
+                    "tail_logs",
+                )
                 tools.append(
                     types.Tool(
                         name=name,
                         description=description,
                         input_schema=_schema(prefix, verb),
-                        annotations=types.ToolAnnotations(read_only_hint=read_only, destructive_hint=verb == "delete"),
+                        annotations=types.ToolAnnotations(
+                            read_only_hint=read_only, destructive_hint=verb == "delete"
+                        ),
                     )
                 )
     filler = 0
@@ -125,7 +149,9 @@ def build(count: int) -> Server[Any]:
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name not in names:
-            return types.CallToolResult(content=[types.TextContent(type="text", text="unknown tool")], is_error=True)
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text="unknown tool")], is_error=True
+            )
         value = {"tool": params.name, "arguments": params.arguments or {}}
         return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(value))])
 
