@@ -10,11 +10,10 @@ import argparse
 import json
 import sys
 import uuid
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
-from ..backend import DEFAULT_SYSTEM_PROMPT, BackendConfig, OpenAiCompatibleBackend
-from ..code_mode import CodeModeToolExecutor
+from ..backend import DEFAULT_SYSTEM_PROMPT, BackendConfig
 from ..runtime import RunReply, RunRequest, Runtime
 from .blocking import read_in_thread
 from .history import line_editing
@@ -28,6 +27,9 @@ from .settings import (
     read_text_file,
 )
 from .wiring import code_mode_executor
+
+if TYPE_CHECKING:
+    from ..code_mode import CodeModeToolExecutor
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"  # Ollama's OpenAI-compatible endpoint
 
@@ -92,6 +94,8 @@ async def run(settings: Settings) -> int:
         if not prompt.strip():
             raise UsageError("empty prompt on stdin")
     recorder = session_recorder(settings)
+    from ..backend import OpenAiCompatibleBackend  # httpx2: loaded once a run needs the model
+
     async with code_mode_executor(settings) as executor, OpenAiCompatibleBackend(config) as backend:
         runtime = Runtime(backend, executor, sessions=recorder)
         try:

@@ -6,13 +6,15 @@ from __future__ import annotations
 import argparse
 import ast
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from ..code_mode import CodeModeToolExecutor
 from .blocking import read_in_thread
 from .history import line_editing
 from .settings import Settings, UsageError, add_code_options, add_mcp_options, read_text_file
 from .wiring import code_mode_executor
+
+if TYPE_CHECKING:
+    from ..code_mode import CodeModeToolExecutor
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from ..serve import BindError, CodeModeServer, HttpOptions, check_bind, listen, serve_http, serve_stdio
-from ..serve.http import MCP_PATH
 from ..transcripts.session import asyncai_version
 from .settings import Settings, UsageError, add_code_options, add_mcp_options, read_text_file
 from .wiring import code_mode_executor
+
+if TYPE_CHECKING:
+    from ..serve import HttpOptions
 
 TOKEN_ENV = "ASYNCAI_MCP_TOKEN"
 
@@ -43,6 +45,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def http_options(settings: Settings) -> HttpOptions | None:
+    from ..serve import HttpOptions
+
     address = settings.text("http")
     if address is None:
         return None
@@ -73,6 +77,10 @@ def _token(settings: Settings) -> str | None:
 
 
 async def run(settings: Settings) -> int:
+    # The MCP server side (mcp.server, starlette, uvicorn) loads only when serve-mcp runs.
+    from ..serve import BindError, CodeModeServer, check_bind, listen, serve_http, serve_stdio
+    from ..serve.http import MCP_PATH
+
     options = http_options(settings)
     sock = None
     if options is not None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from ..code_mode.executor import build_catalog
 from ..humanize import count
-from ..tools import DuplicateTool, ServerSummary, ToolRoute
+from ..tools import DuplicateTool, ToolRoute
 from .settings import Settings, add_mcp_options
 from .wiring import mcp_executor
+
+if TYPE_CHECKING:
+    from ..tools import ServerSummary
 
 TASK_ONLY_NOTE = "task-only: not callable from snippets"
 NO_SERVERS = "(no MCP servers: configure them with --mcp-stdio, --mcp-http or --mcp-config)"
@@ -27,6 +29,8 @@ def render_table(routes: list[ToolRoute], duplicates: list[DuplicateTool]) -> st
 
     A tool that the server runs only as an MCP task has no Python name and is marked task-only.
     """
+    from ..code_mode.executor import build_catalog
+
     catalog = build_catalog([route.tool for route in routes])  # the names snippets use, by the same rule
     python_names = {id(entry.tool): name for name, entry in catalog.items()}
     rows = [("TOOL", "PYTHON NAME", "SERVER", "ACCESS", "OUTPUT SCHEMA")]

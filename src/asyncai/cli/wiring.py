@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
-from ..code_mode import CodeModeToolExecutor
-from ..tools import McpToolExecutor
 from .settings import Settings, code_limits, mutation_policy, read_preamble, sandbox_config, server_specs
+
+if TYPE_CHECKING:
+    from ..code_mode import CodeModeToolExecutor
+    from ..tools import McpToolExecutor
 
 
 @contextlib.asynccontextmanager
 async def mcp_executor(settings: Settings) -> AsyncIterator[McpToolExecutor]:
+    from ..tools import McpToolExecutor  # loads the mcp SDK: only when a command needs servers
+
     limits = code_limits(settings)
     # The model API key (from --api-key, OPENAI_API_KEY or the settings file) is asyncai's secret:
     # no stdio server inherits a variable holding it unless its config env names it.
@@ -25,6 +30,8 @@ async def mcp_executor(settings: Settings) -> AsyncIterator[McpToolExecutor]:
 
 @contextlib.asynccontextmanager
 async def code_mode_executor(settings: Settings) -> AsyncIterator[CodeModeToolExecutor]:
+    from ..code_mode import CodeModeToolExecutor  # pydantic-monty and the engine: only to run code
+
     limits = code_limits(settings)
     sandbox = sandbox_config(settings)
     sandbox.resolved_kind()  # fail on a bad sandbox choice before any server starts

@@ -11,44 +11,17 @@ import asyncio
 import contextlib
 import os
 import signal
-from dataclasses import dataclass
-from typing import Literal
 
 import pydantic_monty as pm
 
 from .limits import CodeModeLimits
+from .sandbox_config import SANDBOX_KINDS, SandboxConfig, SandboxConfigError, SandboxKind
 
-SandboxKind = Literal["auto", "pool", "remote", "in-process"]
-SANDBOX_KINDS: tuple[str, ...] = ("auto", "pool", "remote", "in-process")
+__all__ = ["SANDBOX_KINDS", "Sandbox", "SandboxConfig", "SandboxConfigError", "SandboxKind", "release"]
+
 # pydantic-monty 1.4 can abort at interpreter exit while its runtime threads still post to the
 # loop; keeping the loop alive briefly after closing the pool avoids it (monty guide, bug 1).
 _EXIT_GRACE_SECONDS = 0.05
-
-
-class SandboxConfigError(Exception):
-    """A sandbox that cannot be used as configured; the message is one line."""
-
-
-@dataclass(frozen=True)
-class SandboxConfig:
-    kind: SandboxKind = "auto"
-    monty_url: str | None = None
-    max_workers: int = 16
-    checkout_timeout: float = 30.0
-
-    def resolved_kind(self) -> Literal["pool", "remote"]:
-        if self.kind == "in-process":
-            raise SandboxConfigError(
-                "--code-sandbox in-process is not available in Python: pydantic-monty always runs code "
-                "in worker processes; use pool (the default) or remote"
-            )
-        if self.kind == "remote":
-            if not self.monty_url:
-                raise SandboxConfigError("--code-sandbox remote needs --monty-url ws://HOST:PORT")
-            return "remote"
-        if self.kind == "auto" and self.monty_url:
-            return "remote"
-        return "pool"
 
 
 Pool = pm.AsyncMonty | pm.AsyncMontyWebsocket

@@ -29,13 +29,15 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..backend.config import Message
 from ..backend.harness import SessionHarness
-from ..backend.openai import RunResult
 from ..log import log_event
 from ..tools.types import ToolExecutor
+
+if TYPE_CHECKING:
+    from ..backend.openai import RunResult
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,13 @@
-"""The tool layer: tool definitions, call outputs, and executors that talk to MCP servers."""
+"""The tool layer: tool definitions, call outputs, and executors that talk to MCP servers.
 
+``McpToolExecutor`` and ``ServerSummary`` load the ``mcp`` SDK (about a second to import), so they
+are imported on first use: ``asyncai --help`` and the argument parsing never pay for it.
+"""
+
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 from .environment import server_environment
-from .mcp_client import McpToolExecutor, ServerStartError, ServerSummary
 from .specs import (
     ConfigError,
     HttpServerSpec,
@@ -14,11 +20,18 @@ from .specs import (
 from .types import (
     DuplicateTool,
     ResourceError,
+    ServerStartError,
     ToolCallOutput,
     ToolDefinition,
     ToolExecutor,
     ToolRoute,
 )
+
+if TYPE_CHECKING:
+    from .mcp_client import McpToolExecutor, ServerSummary
+
+__getattr__ = lazy_exports(__name__, {"McpToolExecutor": "mcp_client", "ServerSummary": "mcp_client"})
+
 
 __all__ = [
     "ConfigError",

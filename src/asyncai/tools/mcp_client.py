@@ -38,6 +38,7 @@ from .specs import ServerSpec, StdioServerSpec, unique_names
 from .types import (
     DuplicateTool,
     ResourceError,
+    ServerStartError,
     ToolCallOutput,
     ToolDefinition,
     ToolExecutor,
@@ -55,10 +56,6 @@ _RESOURCE_PROBE_TIMEOUT = 10.0
 stdio_patch.apply()
 
 _T = TypeVar("_T")
-
-
-class ServerStartError(Exception):
-    """An MCP server could not be started or initialised; the message is one line."""
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

@@ -54,6 +54,10 @@ class ToolCallOutput:
         return cls(content=message, is_error=True)
 
 
+class ServerStartError(Exception):
+    """An MCP server could not be started or initialised; the message is one line."""
+
+
 class ResourceError(Exception):
     """A resource that cannot be listed or read; the message is one line for the snippet."""
 

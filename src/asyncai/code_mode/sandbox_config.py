@@ -1,0 +1,35 @@
+"""How the sandbox is chosen (``--code-sandbox``, ``--monty-url``): plain settings, no worker code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+SandboxKind = Literal["auto", "pool", "remote", "in-process"]
+SANDBOX_KINDS: tuple[str, ...] = ("auto", "pool", "remote", "in-process")
+
+
+class SandboxConfigError(Exception):
+    """A sandbox that cannot be used as configured; the message is one line."""
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    kind: SandboxKind = "auto"
+    monty_url: str | None = None
+    max_workers: int = 16
+    checkout_timeout: float = 30.0
+
+    def resolved_kind(self) -> Literal["pool", "remote"]:
+        if self.kind == "in-process":
+            raise SandboxConfigError(
+                "--code-sandbox in-process is not available in Python: pydantic-monty always runs code "
+                "in worker processes; use pool (the default) or remote"
+            )
+        if self.kind == "remote":
+            if not self.monty_url:
+                raise SandboxConfigError("--code-sandbox remote needs --monty-url ws://HOST:PORT")
+            return "remote"
+        if self.kind == "auto" and self.monty_url:
+            return "remote"
+        return "pool"
