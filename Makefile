@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/bench_code_mode.py
 	$(VENV)/bin/python benchmarks/bench_serve_mcp.py
 	$(VENV)/bin/python benchmarks/bench_catalog.py
+	$(VENV)/bin/python benchmarks/bench_startup.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache tests/third_party/node_modules
