@@ -70,6 +70,33 @@ def finite(value: Any) -> Any:
     return value
 
 
+JSON_SAFE_DEPTH = 64
+_HUGE_INT_BITS = 3_000  # about 900 digits: far below the 4,300 digits CPython will parse back
+
+
+def json_safe(value: Any, depth: int = 0) -> Any:
+    """``value`` as plain JSON that any parser reads back: unknown types become ``str``, keys
+    strings, NaN and infinities strings, huge ints and over-deep nesting a short description."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        if value.bit_length() <= _HUGE_INT_BITS:
+            return value
+        return f"<int of about {int(value.bit_length() * 0.30103):,} digits>"
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if depth >= JSON_SAFE_DEPTH:
+        return "<nested too deeply>"
+    if isinstance(value, dict):
+        return {str(json_safe(k, depth + 1)): json_safe(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [json_safe(v, depth + 1) for v in value]
+    try:
+        return str(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
+
+
 class NdjsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {

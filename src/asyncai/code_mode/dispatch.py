@@ -11,7 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from ..humanize import count, seconds
-from ..log import AUDIT_PREVIEW_CHARS, TEXT_PREVIEW_CHARS, decoded_or_preview, json_preview, log_event, logger
+from ..log import (
+    AUDIT_PREVIEW_CHARS,
+    TEXT_PREVIEW_CHARS,
+    decoded_or_preview,
+    json_preview,
+    json_safe,
+    log_event,
+    logger,
+)
 from ..tools.types import ToolDefinition, ToolExecutor
 from .crossing import Payload, tool_payload
 from .gate import Approval, ApprovalRequest, MutationGate, WallClock
@@ -51,7 +59,7 @@ class NestedCall:
         """The A7 audit entry; ``"refused": true`` is added for a call the mutation gate stopped."""
         entry = {
             "tool": self.tool,
-            "arguments": self.arguments,
+            "arguments": json_safe(self.arguments),  # a snippet can pass anything; records must be JSON
             "is_error": self.is_error,
             "bytes": self.bytes,
             "mutating": self.mutating,

@@ -47,6 +47,8 @@ from .types import (
 )
 
 DEFAULT_TOOL_TIMEOUT = 120.0
+_CONNECTION_CLOSED_MESSAGE = "Connection closed"
+"""What the SDK's dispatcher says when the transport ended (``jsonrpc_dispatcher``)."""
 DEFAULT_CONNECT_TIMEOUT = 60.0
 _STDERR_TAIL_LINES = 8
 _STDERR_LINE_CHARS = 300
@@ -85,7 +87,7 @@ class _StderrPump:
         self.tail: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
         read_fd, write_fd = os.pipe()
         self.writer: TextIO = os.fdopen(write_fd, "w")
-        self._reader = os.fdopen(read_fd, "rb", buffering=0)
+        self._reader = os.fdopen(read_fd, "rb")  # buffered: unbuffered reads a byte a system call
         self._thread = threading.Thread(target=self._pump, name=f"mcp-stderr-{server}", daemon=True)
         self._thread.start()
 
@@ -181,7 +183,10 @@ class McpConnection:
             # The SDK alone passes only HOME, PATH and a few more; a server sees the user's
             # environment, minus asyncai's own secrets unless the server's config names them.
             env = server_environment(os.environ, spec.env, self.secrets)
-            params = StdioServerParameters(command=spec.command, args=list(spec.args), env=env)
+            # A stray byte that is not UTF-8 must not wedge the connection (strict decoding does).
+            params = StdioServerParameters(
+                command=spec.command, args=list(spec.args), env=env, encoding_error_handler="replace"
+            )
             async with stdio_client(params, errlog=self._stderr.writer) as (read, write):
                 self._stderr.close_writer()
                 async with ClientSession(read, write, message_handler=self._on_message) as session:
@@ -300,7 +305,9 @@ class McpConnection:
         except MCPError as exc:
             if exc.code == mt.REQUEST_TIMEOUT:
                 return ToolCallOutput.error(f"tool {name} timed out after {seconds(limit)}")
-            if exc.code == mt.CONNECTION_CLOSED:
+            # -32000 is also the spec's generic server error: only the SDK's own "Connection
+            # closed" means the server is gone.
+            if exc.code == mt.CONNECTION_CLOSED and exc.message == _CONNECTION_CLOSED_MESSAGE:
                 self._mark_dead(exc.message)
             return ToolCallOutput.error(f"tool error: {name} on server '{self.name}': {exc.message}")
         except Exception as exc:  # transport or output-schema validation failures
@@ -320,7 +327,9 @@ class McpConnection:
                 f"cannot {what}: server '{self.name}' gave no answer within {seconds(self.tool_timeout)}"
             ) from None
         except MCPError as exc:
-            if exc.code == mt.CONNECTION_CLOSED:
+            # -32000 is also the spec's generic server error: only the SDK's own "Connection
+            # closed" means the server is gone.
+            if exc.code == mt.CONNECTION_CLOSED and exc.message == _CONNECTION_CLOSED_MESSAGE:
                 self._mark_dead(exc.message)
             raise ResourceError(f"cannot {what}: server '{self.name}': {_first_line(exc.message)}") from None
         except Exception as exc:  # transport failures and malformed answers

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..backend.config import Message
 from ..backend.harness import ModelTurn
-from ..log import finite
+from ..log import json_safe
 
 TOOL_USE_RESULT_KEY = "toolUseResult"
 REASONING_KEY = "reasoningContent"
@@ -178,8 +178,8 @@ def encode(record: dict[str, Any]) -> bytes:
     """
     try:
         text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except ValueError:
-        text = json.dumps(finite(record), ensure_ascii=False, separators=(",", ":"), default=str)
+    except (ValueError, TypeError, RecursionError):
+        text = json.dumps(json_safe(record), ensure_ascii=False, separators=(",", ":"))
     try:
         return (text + "\n").encode("utf-8")
     except UnicodeEncodeError:
