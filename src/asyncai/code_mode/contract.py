@@ -244,12 +244,16 @@ def hint_for(error_text: str) -> str | None:
 
 
 def _clip_middle(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, the marker included: its start and its end."""
     if len(text) <= limit:
         return text
-    head = limit // 2
-    tail = limit - head
+    marker = f"\n... [{count(len(text))} chars omitted] ...\n"  # the longest the count can be
+    keep = max(limit - len(marker), 0)
+    head = keep // 2
+    tail = keep - head
     omitted = len(text) - head - tail
-    return f"{text[:head]}\n... [{count(omitted)} chars omitted] ...\n{text[-tail:]}"
+    clipped = f"{text[:head]}\n... [{count(omitted)} chars omitted] ...\n{text[len(text) - tail :]}"
+    return clipped[:limit]
 
 
 def hide_frames(traceback_text: str, filename: str) -> str:
@@ -271,10 +275,7 @@ def format_error(
     traceback_text: str, *, state_reset: bool = False, max_chars: int = MAX_RESULT_CHARS
 ) -> RunCodeText:
     """An error result: the traceback (clipped in the middle to ``max_chars``), a hint, a reset note."""
-    lines = [_clip_middle(traceback_text.rstrip(), max_chars)]
-    hint = hint_for(traceback_text)
-    if hint is not None:
-        lines.append(hint)
-    if state_reset:
-        lines.append(STATE_RESET_TEXT)
-    return RunCodeText(text="\n".join(lines), is_error=True)
+    notes = [note for note in (hint_for(traceback_text), STATE_RESET_TEXT if state_reset else None) if note]
+    room = max_chars - sum(len(note) + 1 for note in notes)  # the notes must survive the clip
+    lines = [_clip_middle(traceback_text.rstrip(), max(room, 0)), *notes]
+    return RunCodeText(text="\n".join(lines)[:max_chars], is_error=True)
