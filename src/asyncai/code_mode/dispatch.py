@@ -28,6 +28,8 @@ from .resources import RESOURCE_FUNCTIONS, call_resource_function
 
 OS_DENIED = "os access disabled in asyncai code mode"
 SETTLE_TIMEOUT = 5.0
+BUDGET_GRACE_SECONDS = 1.0
+"""How long a snippet may go on after its round-trip budget is spent (enough to end normally)."""
 T = TypeVar("T")
 
 
@@ -111,6 +113,9 @@ class SnippetDispatcher:
     def _count_suspension(self) -> None:
         self.suspensions += 1
         if self.suspensions > self.limits.max_suspensions:
+            if self.exhausted is None and self.clock is not None:
+                # A snippet that catches the error must not run on until the wall clock.
+                self.clock.expire_within(BUDGET_GRACE_SECONDS)
             self.exhausted = (
                 f"RuntimeError: suspension limit exceeded: more than {count(self.limits.max_suspensions)} "
                 "tool or OS calls in one run_code"

@@ -90,6 +90,7 @@ class WallClock:
         self._remaining: float | None = None
 
     async def __aenter__(self) -> WallClock:
+        self._loop = asyncio.get_running_loop()
         await self._timeout.__aenter__()
         return self
 
@@ -97,6 +98,17 @@ class WallClock:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self._timeout.__aexit__(kind, exc, tb)
+
+    def expire_within(self, seconds: float) -> None:
+        """End the snippet at the latest ``seconds`` from now. Safe from any thread: pydantic-monty
+        calls the ``os=`` handler from its own thread."""
+        self._loop.call_soon_threadsafe(self._expire_within, seconds)
+
+    def _expire_within(self, seconds: float) -> None:
+        when = self._timeout.when()
+        deadline = self._loop.time() + seconds
+        if self._pauses == 0 and (when is None or deadline < when):
+            self._timeout.reschedule(deadline)
 
     @contextlib.asynccontextmanager
     async def paused(self) -> AsyncIterator[None]:

@@ -174,6 +174,8 @@ class ReplScope(ToolExecutor):
         except TimeoutError:
             dispatcher.cancel_in_flight()
             await self._reset(discard=True)
+            if dispatcher.exhausted is not None:  # it caught the budget error and went on
+                return self._format_error(dispatcher.exhausted, state_reset=True)
             return RunCodeText(
                 f"error: run_code exceeded its wall-clock limit of {seconds(self.limits.wall_timeout)}; "
                 "in-flight tool calls were cancelled and the REPL state was reset (variables are gone).",
