@@ -226,11 +226,6 @@ def _wait_until_busy(pid: int, ticks: int = 10, timeout: float = 4.0) -> None:
         time.sleep(0.01)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a worker that dies while its snippet awaits a tool is noticed only when that call "
-    "returns, so the turn waits for the tool (up to --tool-timeout, 120 s by default)",
-)
 async def test_worker_killed_while_the_snippet_awaits_a_tool(
     victim: tuple[HookedMcp, CodeModeToolExecutor],
 ) -> None:

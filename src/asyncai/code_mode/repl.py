@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator, Mapping
+import os
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -168,7 +169,9 @@ class ReplScope(ToolExecutor):
             return RunCodeText(f"error: could not start the sandbox: {exc}", is_error=True)
         capture = PrintCapture(self.limits.max_print_bytes)
         try:
-            async with WallClock(self.limits.wall_timeout) as clock:
+            local = self.setup.sandbox.kind == "pool"  # a remote worker's pid is not ours to watch
+            watch = _worker_watch(session, dispatcher) if local else contextlib.nullcontext()
+            async with WallClock(self.limits.wall_timeout) as clock, watch:
                 dispatcher.clock = clock
                 value = await self._feed(session, code, dispatcher, capture)
         except TimeoutError:
@@ -295,6 +298,29 @@ class ReplScope(ToolExecutor):
     async def aclose(self) -> None:
         async with self._lock:
             await self._reset()
+
+
+@contextlib.asynccontextmanager
+async def _worker_watch(session: pm.AsyncMontySession, dispatcher: SnippetDispatcher) -> AsyncIterator[None]:
+    """While a snippet runs, a worker that exits (killed, crashed) cancels the tool calls the snippet
+    awaits: the feed then fails at once instead of when a slow tool finally returns. Event-driven,
+    through a pidfd (Linux); elsewhere nothing is watched."""
+    pid = session.worker_pid
+    pidfd_open = getattr(os, "pidfd_open", None)
+    descriptor = None
+    if pid is not None and pidfd_open is not None:
+        with contextlib.suppress(OSError):  # a remote worker, or one already gone
+            descriptor = pidfd_open(pid)
+    if descriptor is None:
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    loop.add_reader(descriptor, dispatcher.cancel_in_flight)
+    try:
+        yield
+    finally:
+        loop.remove_reader(descriptor)
+        os.close(descriptor)
 
 
 def _discard_print(stream: str, text: str) -> None:
