@@ -95,8 +95,16 @@ def _unawaited_error(found: str, where: str) -> RunCodeText:
 
 
 def _output_text(outcome: SnippetOutcome, budget: int) -> str:
-    """The print output, clipped in the middle to ``budget`` chars so it cannot crowd out the result."""
-    printed = _clip_middle(outcome.printed, budget)
+    """The print output, clipped in the middle so that, JSON-escaped as it is sent, it takes at most
+    ``budget`` chars and cannot crowd out the result (a NUL grows to six chars, a quote to two)."""
+    limit = budget
+    printed = _clip_middle(outcome.printed, limit)
+    for _ in range(ESCAPE_FIT_ROUNDS):
+        escaped = len(compact_json(printed)) - 2
+        if escaped <= budget:
+            break
+        limit = max(limit * budget // escaped - 1, 0)
+        printed = _clip_middle(outcome.printed, limit)
     if outcome.printed_truncated_bytes > 0:
         return f"{printed}... [print output truncated: {outcome.printed_truncated_bytes} more bytes]"
     return printed
@@ -241,6 +249,9 @@ def hint_for(error_text: str) -> str | None:
         if match is not None:
             return "Hint: " + hint.format(**match.groupdict())
     return None
+
+
+ESCAPE_FIT_ROUNDS: Final = 6
 
 
 def _clip_middle(text: str, limit: int) -> str:
