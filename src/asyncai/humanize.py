@@ -8,6 +8,12 @@ def count(number: int) -> str:
     return f"{number:,}"
 
 
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (runs of whitespace become one space), cut to ``limit`` with ``...``."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
 def seconds(duration: float) -> str:
     """``3`` -> ``"3.0 s"``, ``0.25`` -> ``"0.25 s"``, ``120`` -> ``"120.0 s"``."""
     text = f"{duration:.2f}".rstrip("0")

@@ -59,17 +59,6 @@ def json_preview(value: Any, limit: int) -> Any:
     return value if len(text) <= limit else preview(text, limit)
 
 
-def finite(value: Any) -> Any:
-    """``value`` with NaN and infinities (which JSON cannot write) turned into strings."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {finite(k): finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [finite(v) for v in value]
-    return value
-
-
 JSON_SAFE_DEPTH = 64
 _HUGE_INT_BITS = 3_000  # about 900 digits: far below the 4,300 digits CPython will parse back
 
@@ -110,7 +99,7 @@ class NdjsonFormatter(logging.Formatter):
         try:
             return json.dumps(line, default=str, ensure_ascii=False, allow_nan=False)
         except ValueError:  # a NaN or an infinity (e.g. a tool result "1e999" decoded for the log)
-            return json.dumps(finite(line), default=str, ensure_ascii=False, allow_nan=False)
+            return json.dumps(json_safe(line), ensure_ascii=False)
 
 
 def configure_logging(verbose: bool = False, stream: TextIO | None = None) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx2
 
-from ..humanize import seconds
+from ..humanize import one_line, seconds
 from ..log import decoded_or_preview, dumps_compact, log_event
 from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
 from . import wire
@@ -65,9 +65,8 @@ class _HttpFailure:
         return f"{self.message}{suffix} ({self.hint})"
 
 
-def _one_line(text: str, limit: int = _ERROR_PREVIEW_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+def _one_line(text: str) -> str:
+    return one_line(text, _ERROR_PREVIEW_CHARS)
 
 
 def _error_detail(body: bytes) -> str:

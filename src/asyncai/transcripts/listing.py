@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..humanize import one_line
 from .paths import is_session_id
 from .reader import Record, parse_lines
 
@@ -56,11 +57,6 @@ def _timestamp(value: Any) -> datetime | None:
     return moment if moment.year >= 1970 else None
 
 
-def one_line(text: str, limit: int = PROMPT_PREVIEW_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def session_info(path: Path) -> SessionInfo | None:
     """What ``asyncai sessions`` shows of one file; ``None`` when it cannot be read."""
     try:
@@ -76,7 +72,7 @@ def session_info(path: Path) -> SessionInfo | None:
         path=path,
         # No record is newer than the file's last write: a clock far in the future does not win -c.
         last_activity=min(max(stamps, default=modified), modified),
-        first_prompt=one_line(prompts[0]) if prompts else "",
+        first_prompt=one_line(prompts[0], PROMPT_PREVIEW_CHARS) if prompts else "",
         turns=len(prompts),
     )
 

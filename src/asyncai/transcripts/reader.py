@@ -15,6 +15,7 @@ Once they are written they are the newest leaf, so Claude Code then reads the sa
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -52,7 +53,7 @@ class Transcript:
     def session_id(self) -> str:
         return self.path.stem
 
-    @property
+    @functools.cached_property
     def resumed_chain(self) -> list[Record]:
         return finished(self.chain)
 

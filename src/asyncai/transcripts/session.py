@@ -15,7 +15,6 @@ import functools
 import logging
 import os
 import subprocess
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,8 @@ RESTART_NOTE = "[the sandbox was restarted: variables from earlier run_code call
 
 @functools.cache
 def asyncai_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # slow to import: only when asked
+
     try:
         return version("asyncai")
     except PackageNotFoundError:
