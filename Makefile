@@ -30,11 +30,22 @@ lint: $(STAMP)
 test: lint $(NPM_SERVERS)
 	$(VENV)/bin/pytest -q
 
-bench: $(STAMP)
-	$(VENV)/bin/python benchmarks/bench_code_mode.py
-	$(VENV)/bin/python benchmarks/bench_serve_mcp.py
-	$(VENV)/bin/python benchmarks/bench_catalog.py
+BENCH_STAMP := $(VENV)/.bench-installed
+
+$(BENCH_STAMP): $(STAMP)
+	$(VENV)/bin/pip install -q -e ".[dev,bench]"
+	touch $(BENCH_STAMP)
+
+# Every scenario of issue 12; each script replaces its section of benchmarks/results.json and
+# re-renders benchmarks/RESULTS.md.
+bench: $(BENCH_STAMP)
+	$(VENV)/bin/python benchmarks/bench_context.py
+	$(VENV)/bin/python benchmarks/bench_calls.py
+	$(VENV)/bin/python benchmarks/bench_peers.py
+	$(VENV)/bin/python benchmarks/bench_scale.py
 	$(VENV)/bin/python benchmarks/bench_startup.py
+	$(VENV)/bin/python benchmarks/bench_catalog.py
+	$(VENV)/bin/python benchmarks/bench_code_mode.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache tests/third_party/node_modules
