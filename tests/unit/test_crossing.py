@@ -6,7 +6,14 @@ import json
 from typing import Any
 
 from asyncai.code_mode.catalog import render_stub
-from asyncai.code_mode.crossing import Payload, tool_payload, unwrapped_output_schema, wrapped_result_key
+from asyncai.code_mode.crossing import (
+    SMALL_VALUE_CHARS,
+    Payload,
+    crosses_exactly,
+    tool_payload,
+    unwrapped_output_schema,
+    wrapped_result_key,
+)
 from asyncai.tools.types import ToolCallOutput, ToolDefinition
 
 SDK_WRAPPED = {
@@ -75,3 +82,35 @@ def test_several_blocks_are_a_list_and_other_content_is_a_dict() -> None:
 
 def test_no_content_is_none() -> None:
     assert _value(tool_payload(ToolCallOutput(content="", blocks=[]), None)) is None
+
+
+def test_a_small_result_crosses_as_its_value() -> None:
+    assert Payload("json", '{"ok":true,"n":[1,2.5,null]}').as_host_reply() == (
+        "value",
+        {"ok": True, "n": [1, 2.5, None]},
+    )
+    assert Payload("text", "plain words").as_host_reply() == ("value", "plain words")
+    assert Payload("text", " 42 ").as_host_reply() == ("value", 42)
+    assert Payload("text", "héllo ✓").as_host_reply() == ("value", "héllo ✓")
+
+
+def test_what_would_not_cross_exactly_stays_text() -> None:
+    cases = [
+        Payload("text", '"\\ud800"'),  # a lone surrogate: not UTF-8
+        Payload("text", "\ud800 raw"),
+        Payload("json", '{"\\udc00": 1}'),
+        Payload("json", "18446744073709551616"),  # beyond 64 bits
+        Payload("json", "1e400"),  # parses as inf
+        Payload("text", "NaN"),
+        Payload("json", "[" * 40 + "]" * 40),  # deeper than MAX_VALUE_DEPTH
+        Payload("text", "x" * (SMALL_VALUE_CHARS + 1)),
+    ]
+    for payload in cases:
+        assert payload.as_host_reply() == (payload.mode, payload.text), payload.text[:20]
+
+
+def test_crosses_exactly_bounds() -> None:
+    assert crosses_exactly(2**63 - 1) and crosses_exactly(-(2**63))
+    assert not crosses_exactly(2**63)
+    assert crosses_exactly([[[]]]) and crosses_exactly({"a": {"b": None}})
+    assert not crosses_exactly(float("nan"))

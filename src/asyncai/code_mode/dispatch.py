@@ -122,7 +122,7 @@ class SnippetDispatcher:
             )
             raise RuntimeError(self.exhausted.removeprefix("RuntimeError: "))
 
-    async def call(self, py_name: str, args: Any, kwargs: Mapping[str, Any]) -> tuple[str, str]:
+    async def call(self, py_name: str, args: Any, kwargs: Mapping[str, Any]) -> tuple[str, Any]:
         """The sandbox's ``_asyncai_tool``: returns ``(mode, text)`` (``crossing.Payload``) or raises
         into the sandbox."""
         self._count_suspension()
@@ -163,14 +163,16 @@ class SnippetDispatcher:
                     mutating=True,
                 )
                 raise PermissionError(f"{py_name}() was not run: {approval.reason}")
-        log_event(
-            "mcp.tool_call",
-            level,
-            via="code_mode",
-            tool=record.tool,
-            arguments=json_preview(arguments, limit),
-            **mutating,
-        )
+        logged = logger.isEnabledFor(level)  # the previews cost more than an instant tool call
+        if logged:
+            log_event(
+                "mcp.tool_call",
+                level,
+                via="code_mode",
+                tool=record.tool,
+                arguments=json_preview(arguments, limit),
+                **mutating,
+            )
         content = ""
         payload: Payload | None = None
         try:
@@ -193,19 +195,20 @@ class SnippetDispatcher:
             record.is_error = True
             raise RuntimeError(f"tool error: {type(exc).__name__}: {exc}") from None
         finally:
-            record.bytes = len(content.encode())
+            record.bytes = len(content) if content.isascii() else len(content.encode())
             # Every call gets its result line, so a mutating call is never logged half (A6).
-            shown = {"content": decoded_or_preview(content)} if verbose else {}
-            log_event(
-                "mcp.tool_result",
-                level,
-                via="code_mode",
-                tool=record.tool,
-                is_error=record.is_error,
-                bytes=record.bytes,
-                **shown,
-                **mutating,
-            )
+            if logged:
+                shown = {"content": decoded_or_preview(content)} if verbose else {}
+                log_event(
+                    "mcp.tool_result",
+                    level,
+                    via="code_mode",
+                    tool=record.tool,
+                    is_error=record.is_error,
+                    bytes=record.bytes,
+                    **shown,
+                    **mutating,
+                )
         if payload is None:
             raise RuntimeError(content)
         return payload.as_host_reply()
@@ -228,7 +231,10 @@ class SnippetDispatcher:
         if task is not None:
             self._tasks.add(task)
         try:
-            return await asyncio.wait_for(call, self.limits.tool_timeout)
+            # asyncio.timeout, not wait_for: wait_for wraps the call in a task of its own, which
+            # costs each sequential nested call two more event-loop iterations.
+            async with asyncio.timeout(self.limits.tool_timeout):
+                return await call
         finally:
             if task is not None:
                 self._tasks.discard(task)

@@ -25,6 +25,8 @@ import json as _asyncai_json
 
 def _asyncai_decode(reply):
     mode, payload = reply
+    if mode == "value":
+        return payload
     if mode == "json":
         return _asyncai_json.loads(payload)
     try:

@@ -1,0 +1,127 @@
+"""Nested calls against the bare ``mcp`` SDK client on the same MCP session (issue 12, scenarios 2-4).
+
+    .venv/bin/python benchmarks/bench_calls.py [--runs N]
+
+One stdio server (``benchmarks/bench_server.py``), one ``McpToolExecutor`` session to it. asyncai
+runs each program through ``run_code`` (a real sandbox worker); the baseline is the same work done
+by the ``mcp`` SDK's ``ClientSession.call_tool`` on that same session, in CPython:
+
+2. 1,000 sequential awaited ``ping()`` calls.
+3. 100 gathered ``nap(ms=50)`` calls.
+4. A 10 MB JSON result filtered to a count: in the sandbox, against ``json.loads`` and the same
+   filter in CPython.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from report import Row, save_section, side_by_side
+
+from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
+from asyncai.tools.mcp_client import McpToolExecutor
+from asyncai.tools.specs import stdio_spec
+from bench_server import RECORDS_PER_10_MB
+
+SERVER = f"bench={sys.executable} {Path(__file__).resolve().with_name('bench_server.py')}"
+SEQUENTIAL = 1_000
+FAN_OUT = 100
+NAP_MS = 50
+
+PROGRAMS = {
+    "sequential": f"n = 0\nfor _ in range({SEQUENTIAL}):\n    await ping()\n    n += 1\nn",
+    "fan_out": f"len(await asyncio.gather(*[nap(ms={NAP_MS}) for _ in range({FAN_OUT})]))",
+    "large": (
+        f"doc = await records(count={RECORDS_PER_10_MB})\n"
+        "sum(1 for item in doc['items'] if item['warning'])"
+    ),
+}
+
+
+def expected_warnings() -> int:
+    return sum(1 for i in range(RECORDS_PER_10_MB) if i % 7 == 0)
+
+
+async def measure(runs: int) -> list[Row]:
+    async with McpToolExecutor([stdio_spec(SERVER)]) as mcp:
+        code_mode = CodeModeToolExecutor(mcp, CodeModeLimits(max_calls=SEQUENTIAL))
+        session = mcp.connections[0]._session
+        assert session is not None
+
+        async def run(name: str, want: int) -> None:
+            out = await code_mode.call_tool("run_code", {"code": PROGRAMS[name]})
+            assert not out.is_error and json.loads(out.content) == want, out.content[:300]
+
+        async def sdk_sequential() -> None:
+            for _ in range(SEQUENTIAL):
+                await session.call_tool("ping", {})
+
+        async def sdk_fan_out() -> None:
+            await asyncio.gather(*[session.call_tool("nap", {"ms": NAP_MS}) for _ in range(FAN_OUT)])
+
+        async def sdk_large() -> None:
+            result = await session.call_tool("records", {"count": RECORDS_PER_10_MB})
+            text = result.content[0].text  # type: ignore[union-attr]
+            count = sum(1 for item in json.loads(text)["items"] if item["warning"])
+            assert count == expected_warnings()
+
+        rows: list[Row] = []
+        try:
+            ours, sdk = await side_by_side(lambda: run("sequential", SEQUENTIAL), sdk_sequential, runs)
+            added = (ours.median - sdk.median) / SEQUENTIAL
+            rows.append(
+                Row(
+                    "2 nested-call overhead",
+                    f"{SEQUENTIAL:,} sequential awaited ping() in one run_code",
+                    ours,
+                    "mcp SDK call_tool, same session",
+                    sdk,
+                    "≤ 1.15x, < 0.3 ms added per call",
+                    f"{added * 1e6:.0f} µs added per call",
+                    {"added_per_call_s": added},
+                )
+            )
+            ours, sdk = await side_by_side(lambda: run("fan_out", FAN_OUT), sdk_fan_out, runs)
+            rows.append(
+                Row(
+                    "3 fan-out",
+                    f"{FAN_OUT} gathered nap(ms={NAP_MS})",
+                    ours,
+                    "mcp SDK asyncio.gather",
+                    sdk,
+                    "≤ 1.1x",
+                )
+            )
+            ours, sdk = await side_by_side(lambda: run("large", expected_warnings()), sdk_large, max(3, runs // 2))
+            rows.append(
+                Row(
+                    "4 large result",
+                    "10 MB JSON filtered to a count in the sandbox",
+                    ours,
+                    "mcp SDK + CPython json.loads",
+                    sdk,
+                    "≤ 1.0x",
+                )
+            )
+        finally:
+            await code_mode.aclose()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=7)
+    rows = asyncio.run(measure(parser.parse_args().runs))
+    notes = "Programs run through `run_code`:\n\n" + "\n\n".join(
+        f"```python\n{code}\n```" for code in PROGRAMS.values()
+    )
+    save_section("calls", "Nested calls against the mcp SDK client (scenarios 2-4)", rows, notes)
+
+
+if __name__ == "__main__":
+    main()
