@@ -19,14 +19,12 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
-
-from report import Row, save_section, side_by_side
 
 from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
 from asyncai.tools.mcp_client import McpToolExecutor
 from asyncai.tools.specs import stdio_spec
 from bench_server import RECORDS_PER_10_MB
+from report import Row, save_section, side_by_side
 
 SERVER = f"bench={sys.executable} {Path(__file__).resolve().with_name('bench_server.py')}"
 SEQUENTIAL = 1_000
@@ -37,8 +35,7 @@ PROGRAMS = {
     "sequential": f"n = 0\nfor _ in range({SEQUENTIAL}):\n    await ping()\n    n += 1\nn",
     "fan_out": f"len(await asyncio.gather(*[nap(ms={NAP_MS}) for _ in range({FAN_OUT})]))",
     "large": (
-        f"doc = await records(count={RECORDS_PER_10_MB})\n"
-        "sum(1 for item in doc['items'] if item['warning'])"
+        f"doc = await records(count={RECORDS_PER_10_MB})\nsum(1 for item in doc['items'] if item['warning'])"
     ),
 }
 
@@ -97,7 +94,9 @@ async def measure(runs: int) -> list[Row]:
                     "≤ 1.1x",
                 )
             )
-            ours, sdk = await side_by_side(lambda: run("large", expected_warnings()), sdk_large, max(3, runs // 2))
+            ours, sdk = await side_by_side(
+                lambda: run("large", expected_warnings()), sdk_large, max(3, runs // 2)
+            )
             rows.append(
                 Row(
                     "4 large result",

@@ -9,9 +9,9 @@ in-process: no server, no sandbox.
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -23,52 +23,66 @@ from asyncai.code_mode.catalog import render_catalog
 from asyncai.code_mode.executor import build_catalog, run_code_definition
 from asyncai.code_mode.search import ToolFinder
 from asyncai.tools.results import tool_definition
+from report import Row, Stats, save_section
 
 RUNS = 5
 
 
-def median_seconds(action: object, runs: int = RUNS) -> float:
+def samples(action: Callable[[], object], runs: int = RUNS) -> Stats:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        action()  # type: ignore[operator]
+        action()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return Stats.of(times)
 
 
 def main() -> None:
-    print("| tools | full stubs (chars) | run_code description (chars) |")
-    print("|---|---|---|")
+    rows: list[Row] = []
     for count in (10, 100, 1_000, 3_000):
         tools = [tool_definition(t, "big-cloud") for t in generate(count)]
         full = len(render_catalog(tools))
         description = len(run_code_definition(tools).description)
-        print(f"| {count:,} | {full:,} | {description:,} |")
+        rows.append(
+            Row(
+                "catalog size",
+                f"{count:,} tools",
+                target="≤ 16,000 chars (the budget)",
+                note=f"full stubs {full:,} chars; run_code description {description:,} chars",
+                values={"tools": count, "full_stub_chars": full, "description_chars": description},
+            )
+        )
 
     tools = [tool_definition(t, "big-cloud") for t in generate(3_000)]
-    catalog_time = median_seconds(lambda: build_catalog(tools))
-    description_time = median_seconds(lambda: run_code_definition(tools))
+    rows.append(
+        Row("3,000 tools", "build the catalog (names, parameters)", samples(lambda: build_catalog(tools)))
+    )
+    rows.append(
+        Row(
+            "3,000 tools",
+            "render the description (full stubs measured, index kept)",
+            samples(lambda: run_code_definition(tools)),
+        )
+    )
     catalog = build_catalog(tools)
     start = time.perf_counter()
     finder = ToolFinder(catalog)
     finder.search("warm up", 1)  # the index is built (and bm25s imported) on the first search
-    index_time = time.perf_counter() - start
+    rows.append(
+        Row(
+            "3,000 tools",
+            "first search: import bm25s, build the index (once)",
+            Stats.of([time.perf_counter() - start]),
+        )
+    )
     latencies = []
     for query in QUERIES:
         start = time.perf_counter()
         finder.search(query, 10)
         latencies.append(time.perf_counter() - start)
-    print()
-    print("| at 3,000 tools | median |")
-    print("|---|---|")
-    rows = [
-        ("build the catalog (names, parameters)", f"{catalog_time * 1000:.0f} ms"),
-        ("render the description (full stubs measured, index kept)", f"{description_time * 1000:.0f} ms"),
-        ("first search: import bm25s, build the index (once)", f"{index_time * 1000:.0f} ms"),
-        (f"search_tools, {len(QUERIES)} queries, limit 10", f"{statistics.median(latencies) * 1000:.1f} ms"),
-    ]
-    for label, value in rows:
-        print(f"| {label} | {value} |")
+    rows.append(Row("3,000 tools", f"search_tools, {len(QUERIES)} queries, limit 10", Stats.of(latencies)))
+    notes = "Tools from `tests/fakes/big_server.py` (a generated cloud-provider API); all in-process."
+    save_section("catalog", "Catalogs that scale: description size and tool search", rows, notes)
 
 
 if __name__ == "__main__":

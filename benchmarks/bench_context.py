@@ -38,6 +38,7 @@ from typing import Any
 import mcp.types as mt
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+
 from report import Row, Stats, save_section
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -90,14 +91,17 @@ pods, events = await asyncio.gather(
     list_objects(workspace="root:app", resource="pods"),
     get_events(workspace="root:app"),
 )
-def unhealthy(pod):
-    statuses = pod["status"].get("containerStatuses", [])
-    return pod["status"]["phase"] in ("Pending", "Failed") or any("waiting" in s["state"] for s in statuses)
+unhealthy = [
+    p["metadata"]["name"]
+    for p in pods["items"]
+    if p["status"]["phase"] in ("Pending", "Failed")
+    or any("waiting" in s["state"] for s in p["status"].get("containerStatuses", []))
+]
 warnings = [e for e in events["items"] if e["type"] == "Warning"]
 {
     "pods": len(pods["items"]),
     "by_phase": count_by(pods["items"], "status.phase"),
-    "unhealthy": sorted(p["metadata"]["name"] for p in pods["items"] if unhealthy(p)),
+    "unhealthy": sorted(unhealthy),
     "warnings": count_by(warnings, "reason"),
 }"""
 
@@ -197,6 +201,8 @@ class Coded:
     seconds: float
     text: str
     answer: Any
+    note_bytes: int
+    """Of ``bytes_to_model``: serve-mcp's variables note after the answer, when it changed."""
 
 
 async def coded(client: Client, task: Task) -> Coded:
@@ -216,6 +222,7 @@ async def coded(client: Client, task: Task) -> Coded:
         seconds=seconds,
         text=text,
         answer=json.loads(answer_text),
+        note_bytes=text_bytes(output) - len(answer_text.encode()),
     )
 
 
@@ -245,6 +252,7 @@ async def measure_task(raw: Client, wrapped: Client, task: Task, runs: int) -> t
         "direct_arguments_bytes": first_direct.args_bytes,
         "direct_seconds_median": round(statistics.median(direct_times), 4),
         "code_bytes_to_model": code.bytes_to_model,
+        "code_variables_note_bytes": code.note_bytes,
         "code_bytes_to_model_later_runs": runs_coded[-1].bytes_to_model,
         "code_bytes_into_sandbox": code.bytes_into_sandbox,
         "code_nested_calls": code.nested_calls,
@@ -261,7 +269,8 @@ async def measure_task(raw: Client, wrapped: Client, task: Task, runs: int) -> t
     }
     note = (
         f"bytes to the model: direct {first_direct.bytes_to_model:,} ({first_direct.calls} call(s), "
-        f"{direct_rounds} round(s)) / code mode {code.bytes_to_model:,} (1 round) = {ratio:,.0f}x; "
+        f"{direct_rounds} round(s)) / code mode {code.bytes_to_model:,} (1 round; {code.note_bytes} of them "
+        f"the variables note) = {ratio:,.0f}x; "
         f"{code.bytes_into_sandbox:,} bytes into the sandbox; snippet {len(task.snippet.encode()):,} bytes"
     )
     row = Row(

@@ -1,7 +1,7 @@
 """Side by side with the peers (issue 12, scenario 5): the same snippets over the same tools of the
 same stdio server (``benchmarks/bench_server.py``), in asyncai and in two other code modes.
 
-    .venv/bin/python benchmarks/bench_peers.py [--runs N]
+    .venv/bin/python benchmarks/bench_peers.py [--runs N] [--no-save]
 
 In-process, against Pydantic AI's code mode (``pydantic-ai-harness[code-mode]``, on the same
 ``pydantic-monty``):
@@ -49,8 +49,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import psutil
-from bench_server import RECORDS_PER_10_MB, REGIONS
+import psutil  # type: ignore[import-untyped]
 from fastmcp.client.transports import StdioTransport
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -61,11 +60,12 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai_harness import CodeMode
 from pydantic_ai_harness.code_mode import CodeModeReturnSchemaWarning
-from report import Row, Stats, machine, render_section, save_section, seconds
 
 from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
 from asyncai.tools.mcp_client import McpToolExecutor
 from asyncai.tools.specs import stdio_spec
+from bench_server import RECORDS_PER_10_MB, REGIONS
+from report import Row, Stats, machine, render_section, save_section, seconds
 
 HERE = Path(__file__).resolve().parent
 BENCH_SERVER = HERE / "bench_server.py"
@@ -93,7 +93,7 @@ LABELS = {
     "filter10mb": "10 MB records() filtered to a count",
     "followup": "follow-up snippet using `data` bound by the first",
 }
-RUNS = {"gather3": 15, "seq1000": 3, "gather100": 5, "filter10mb": 3, "followup": 15}
+RUNS = {"gather3": 25, "seq1000": 3, "gather100": 9, "filter10mb": 3, "followup": 25}
 
 # The snippets. "functions": asyncai and Pydantic AI (each tool is an async function, a JSON text
 # result arrives parsed); "call_tool": FastMCP's CodeMode. "first" binds the follow-up's state.
@@ -503,18 +503,24 @@ async def follow_up_without_state(ours: OverMcp, theirs: OverMcp, peer: str, run
     )
 
 
-def notes(runs: dict[str, int], wall: float) -> str:
+def notes(rows: list[Row], runs: dict[str, int], wall: float) -> str:
+    over = [
+        f"{row.scenario.removeprefix('5 peers: ')} vs {row.baseline_label}"
+        for row in rows
+        if (row.ratio or 0) > 0.8
+    ]
     lines = [
         "**How each side is driven.** In-process: asyncai's `CodeModeToolExecutor.call_tool('run_code')` "
-        "over a `McpToolExecutor` stdio session against Pydantic AI's `CodeMode` capability on an `Agent` "
-        "with an `MCPToolset` (FastMCP client, stdio) and a scripted `FunctionModel`. Both are timed "
-        "around the `run_code` execution alone in a warm REPL (Pydantic AI's through a capability's "
-        "`wrap_tool_execute`); Pydantic AI starts a REPL and a Monty worker per agent run, so each of "
-        "its runs primes the REPL with a first snippet, and its whole agent run (two model rounds, "
-        "worker start, both snippets) is in `peer_agent_run_s`. Over MCP: `asyncai serve-mcp` "
-        "against a FastMCP proxy of the same server with its `CodeMode` transform "
-        "(`benchmarks/peer_fastmcp_server.py`), both through the `mcp` client, timed around "
-        "`call_tool`; FastMCP starts a fresh sandbox per `execute` and keeps no state.",
+        "over a `McpToolExecutor` stdio session, against Pydantic AI's `CodeMode` capability on an "
+        "`Agent` with an `MCPToolset` (FastMCP client, stdio) and a scripted `FunctionModel`. Both are "
+        "timed around the `run_code` execution alone, in a warm REPL; Pydantic AI's through a "
+        "capability's `wrap_tool_execute` (its nested calls pass through it untimed). Pydantic AI "
+        "starts a REPL and a Monty worker per agent run, so each of its runs first primes the REPL "
+        "with a snippet; its whole agent run (two model rounds, worker start, both snippets) is "
+        "`peer_agent_run_s`. Over MCP: `asyncai serve-mcp` against a FastMCP proxy of the same server "
+        "with its `CodeMode` transform (`benchmarks/peer_fastmcp_server.py`), both through the `mcp` "
+        "client and timed around `call_tool`; FastMCP starts a fresh sandbox for every `execute` and "
+        "keeps no state.",
         f"**Limits.** Every harness gets {MAX_CALLS:,} nested calls per snippet, a "
         f"{SANDBOX_MEMORY // 1024**3} GiB heap and {SANDBOX_SECONDS:.0f} s of execution; Pydantic AI also "
         "gets `max_suspensions` 1,000,000 (its default 1,000 per REPL cannot take 1,000 calls).",
@@ -530,6 +536,7 @@ def notes(runs: dict[str, int], wall: float) -> str:
         "changed, which is most of its characters here. Over MCP, `structuredContent` is sent "
         "as well: asyncai's repeats the result and carries the nested-call audit (one entry per "
         "call), FastMCP sends none for these results.",
+        f"**Over the 0.8x target:** {'; '.join(over) if over else 'none'}.",
         f"Runs per scenario: {', '.join(f'{k} {v}' for k, v in runs.items())} after one warm-up; "
         f"the whole script took {wall:.0f} s.",
     ]
@@ -553,9 +560,14 @@ async def main(runs_override: int | None, save: bool) -> None:
     wall = time.perf_counter() - started
     title = "Side by side with the peers (scenario 5)"
     if save:
-        save_section("peers", title, rows, notes(runs, wall))
+        save_section("peers", title, rows, notes(rows, runs, wall))
     else:
-        section = {"title": title, "date": "not saved", "machine": machine(), "notes": notes(runs, wall)}
+        section = {
+            "title": title,
+            "date": "not saved",
+            "machine": machine(),
+            "notes": notes(rows, runs, wall),
+        }
         print(render_section({**section, "rows": [{**asdict(r), "ratio": r.ratio} for r in rows]}))
     left = leftover_children()
     print(f"left-over child processes: {left or 'none'}; wall time {wall:.1f} s")

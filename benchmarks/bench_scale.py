@@ -35,12 +35,14 @@ from pathlib import Path
 from typing import IO, Any
 
 import psutil  # type: ignore[import-untyped]
+
 from report import Row, Stats, save_section
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_server import REGIONS
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
+
+from bench_server import REGIONS
 
 BIN = Path(sys.executable).parent
 SERVER = f"{sys.executable} {Path(__file__).resolve().with_name('bench_server.py')}"

@@ -11,21 +11,28 @@ a shared machine hits both alike.
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from report import Row, Stats, save_section
+
 BIN = Path(sys.executable).parent
 ROWS = [
-    ("asyncai --help", [str(BIN / "asyncai"), "--help"], "python -c pass", [sys.executable, "-c", "pass"]),
+    (
+        "asyncai --help",
+        [str(BIN / "asyncai"), "--help"],
+        "python -c pass",
+        [sys.executable, "-c", "pass"],
+        "≤ 8x",
+    ),
     (
         "asyncai run-code --mcp-stdio asyncai-mcp-simple -c 1",
         [str(BIN / "asyncai"), "run-code", "--mcp-stdio", str(BIN / "asyncai-mcp-simple"), "-c", "1"],
         'python -c "import mcp"',
         [sys.executable, "-c", "import mcp"],
+        "≤ 1.4x",
     ),
 ]
 
@@ -40,20 +47,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
     runs = parser.parse_args().runs
-    print(f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, {runs} runs each, alternating\n")
-    print("| command | median | min | max | baseline | baseline median | ratio |")
-    print("|---|---|---|---|---|---|---|")
-    for label, command, base_label, base in ROWS:
+    rows = []
+    for label, command, base_label, base, target in ROWS:
         once(command), once(base)  # warm the file cache
         ours, theirs = [], []
         for _ in range(runs):
             ours.append(once(command))
             theirs.append(once(base))
-        mine, baseline = statistics.median(ours), statistics.median(theirs)
-        print(
-            f"| `{label}` | {mine * 1000:.0f} ms | {min(ours) * 1000:.0f} ms | {max(ours) * 1000:.0f} ms "
-            f"| `{base_label}` | {baseline * 1000:.0f} ms | {mine / baseline:.1f}x |"
+        rows.append(
+            Row("7 start-up", f"`{label}`", Stats.of(ours), f"`{base_label}`", Stats.of(theirs), target)
         )
+    notes = "Whole processes, alternating between the two commands of a row."
+    save_section("startup", "Start-up of whole processes (scenario 7)", rows, notes)
 
 
 if __name__ == "__main__":

@@ -139,6 +139,22 @@ async def test_busy_pool_gives_an_error_instead_of_waiting_forever(fake: FakeExe
     assert output.is_error and output.content.startswith("error: could not start the sandbox")
 
 
+async def test_more_concurrent_threads_than_workers_all_get_one(fake: FakeExecutor) -> None:
+    """A run that ends gives its idle REPL's worker back when more threads than the kept eight
+    exist, so runs waiting for a worker get one instead of timing out (64 --jsonl threads once did)."""
+    sandbox = SandboxConfig(max_workers=9, checkout_timeout=10.0)
+    async with CodeModeToolExecutor(fake, TEST_LIMITS, sandbox=sandbox) as code_mode:
+
+        async def thread(number: int) -> str:
+            scope = code_mode.thread_scope(f"t{number}")
+            with scope.hold():
+                return (await run(scope, f"{number} * 2")).content
+
+        answers = await asyncio.gather(*(thread(number) for number in range(12)))
+        assert answers == [str(number * 2) for number in range(12)]
+        assert len(code_mode.idle_threads()) <= 8
+
+
 async def test_source_cpython_cannot_parse_is_left_to_monty(code_mode: CodeModeToolExecutor) -> None:
     output = await run(code_mode, "x = " + "-" * 100_000 + "1")  # CPython's parser gives up on this
     assert output.content  # an answer from Monty, not an exception from the host

@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+from ..tools.early_start import early_servers
 from .settings import Settings, code_limits, mutation_policy, read_preamble, sandbox_config, server_specs
 
 if TYPE_CHECKING:
@@ -15,17 +16,20 @@ if TYPE_CHECKING:
 
 @contextlib.asynccontextmanager
 async def mcp_executor(settings: Settings) -> AsyncIterator[McpToolExecutor]:
-    from ..tools import McpToolExecutor  # loads the mcp SDK: only when a command needs servers
-
     limits = code_limits(settings)
+    specs = server_specs(settings)
     # The model API key (from --api-key, OPENAI_API_KEY or the settings file) is asyncai's secret:
     # no stdio server inherits a variable holding it unless its config env names it.
     secrets = [settings.text("api_key")]
-    # The code-mode per-call timeout fires first; the MCP one is a backstop for direct use.
-    async with McpToolExecutor(
-        server_specs(settings), tool_timeout=limits.tool_timeout + 5.0, secrets=secrets
-    ) as executor:
-        yield executor
+    # Spawn the stdio servers first: their own start then overlaps the SDK import below.
+    async with early_servers(specs, secrets) as early:
+        from ..tools import McpToolExecutor  # loads the mcp SDK: only when a command needs servers
+
+        # The code-mode per-call timeout fires first; the MCP one is a backstop for direct use.
+        async with McpToolExecutor(
+            specs, tool_timeout=limits.tool_timeout + 5.0, secrets=secrets, early=early
+        ) as executor:
+            yield executor
 
 
 @contextlib.asynccontextmanager

@@ -97,6 +97,7 @@ class CodeModeToolExecutor(ToolExecutor):
             operator_preamble=preamble,
             mutations=mutations,
         )
+        self._setup.on_idle = self._evict_idle
         self._default = ReplScope(self._setup)
         self._threads: OrderedDict[str, ReplScope] = OrderedDict()
         self._closing: set[asyncio.Task[None]] = set()
@@ -159,7 +160,8 @@ class CodeModeToolExecutor(ToolExecutor):
         """Threads whose REPL is not running a snippet, least recently used first."""
         return [thread for thread, scope in self._threads.items() if not scope.busy]
 
-    def _evict_idle(self, keep: str) -> None:
+    def _evict_idle(self, keep: str | None = None) -> None:
+        """Close the least recently used idle thread REPLs beyond ``THREAD_SCOPES``."""
         idle = [thread for thread, scope in self._threads.items() if thread != keep and not scope.busy]
         for thread in idle[: max(len(self._threads) - THREAD_SCOPES, 0)]:
             task = asyncio.get_running_loop().create_task(self._threads.pop(thread).aclose())

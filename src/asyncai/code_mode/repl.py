@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +66,9 @@ class ScopeSetup:
     catalog_version: int = 0
     live: set[ReplScope] = field(default_factory=set)
     """Every scope that holds a worker session: what the executor must close."""
+    on_idle: Callable[[], None] | None = None
+    """Called when a run lets go of its scope: the executor then evicts idle thread REPLs over its
+    limit, so their workers go back to the pool for the runs waiting on one."""
 
 
 class _StateLost(Exception):
@@ -109,6 +112,8 @@ class ReplScope(ToolExecutor):
             yield
         finally:
             self._holds -= 1
+            if self._holds == 0 and self.setup.on_idle is not None:
+                self.setup.on_idle()
 
     @property
     def busy(self) -> bool:

@@ -16,25 +16,25 @@ import asyncio
 import contextlib
 import logging
 import os
-import threading
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, TextIO, TypeVar
+from typing import Any, TypeVar
 
 import httpx2
 import mcp.types as mt
 from mcp import ClientSession, MCPError, StdioServerParameters
 from mcp.client.sse import sse_client
-from mcp.client.stdio import stdio_client
+from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from ..humanize import count, seconds
 from ..log import log_event
 from . import stdio_patch
+from .early_start import EarlyServers
 from .environment import server_environment
 from .results import call_output, tool_definition
 from .specs import ServerSpec, StdioServerSpec, unique_names
+from .stderr_pump import StderrPump
 from .types import (
     DuplicateTool,
     ResourceError,
@@ -50,8 +50,6 @@ DEFAULT_TOOL_TIMEOUT = 120.0
 _CONNECTION_CLOSED_MESSAGE = "Connection closed"
 """What the SDK's dispatcher says when the transport ended (``jsonrpc_dispatcher``)."""
 DEFAULT_CONNECT_TIMEOUT = 60.0
-_STDERR_TAIL_LINES = 8
-_STDERR_LINE_CHARS = 300
 _SSE_READ_TIMEOUT = 24 * 3600.0  # an idle legacy SSE stream is normal; only the server ends it
 _RESOURCE_PROBE_TIMEOUT = 10.0
 
@@ -75,48 +73,18 @@ def _describe(exc: BaseException) -> str:
     return text[0] if text else type(leaf).__name__
 
 
-class _StderrPump:
-    """Reads a child's stderr on a thread: every line goes to the log, the last few are kept.
-
-    The last lines, because a server that dies at start prints its imports and traceback frames
-    first and the actual error last.
-    """
-
-    def __init__(self, server: str) -> None:
-        self.server = server
-        self.tail: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
-        read_fd, write_fd = os.pipe()
-        self.writer: TextIO = os.fdopen(write_fd, "w")
-        self._reader = os.fdopen(read_fd, "rb")  # buffered: unbuffered reads a byte a system call
-        self._thread = threading.Thread(target=self._pump, name=f"mcp-stderr-{server}", daemon=True)
-        self._thread.start()
-
-    def _pump(self) -> None:
-        with self._reader:
-            for raw in self._reader:
-                line = raw.decode(errors="replace").rstrip()
-                if not line:
-                    continue
-                kept = line.strip()
-                if len(kept) > _STDERR_LINE_CHARS:
-                    kept = kept[:_STDERR_LINE_CHARS] + "..."
-                self.tail.append(kept)
-                log_event("mcp.server_stderr", logging.INFO, server=self.server, line=line)
-
-    def close_writer(self) -> None:
-        if not self.writer.closed:
-            self.writer.close()
-
-    def wait(self, timeout: float) -> None:
-        self.close_writer()
-        self._thread.join(timeout)
-
-
 class McpConnection:
     """One MCP server: its session, its tools, its capabilities, and whether it is still alive."""
 
-    def __init__(self, spec: ServerSpec, tool_timeout: float, secrets: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        spec: ServerSpec,
+        tool_timeout: float,
+        secrets: tuple[str, ...] = (),
+        early: EarlyServers | None = None,
+    ) -> None:
         self.spec = spec
+        self._early = early
         self.tool_timeout = tool_timeout
         self.secrets = secrets
         self.tools: list[ToolDefinition] = []
@@ -129,7 +97,7 @@ class McpConnection:
         self._ready: asyncio.Future[None] | None = None
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._stderr: _StderrPump | None = None
+        self._stderr: StderrPump | None = None
         self.on_tools_changed: Callable[[], Awaitable[None]] | None = None
         self._refreshes: set[asyncio.Task[None]] = set()
 
@@ -179,7 +147,6 @@ class McpConnection:
     async def _open_session(self) -> AsyncIterator[ClientSession]:
         spec = self.spec
         if isinstance(spec, StdioServerSpec):
-            self._stderr = _StderrPump(self.name)
             # The SDK alone passes only HOME, PATH and a few more; a server sees the user's
             # environment, minus asyncai's own secrets unless the server's config names them.
             env = server_environment(os.environ, spec.env, self.secrets)
@@ -187,10 +154,16 @@ class McpConnection:
             params = StdioServerParameters(
                 command=spec.command, args=list(spec.args), env=env, encoding_error_handler="replace"
             )
-            async with stdio_client(params, errlog=self._stderr.writer) as (read, write):
-                self._stderr.close_writer()
-                async with ClientSession(read, write, message_handler=self._on_message) as session:
-                    yield session
+            # A server started early is used only if it is what the SDK would start now.
+            spawned_env = get_default_environment() | env
+            early = self._early.take([spec.command, *spec.args], spawned_env) if self._early else None
+            self._stderr = early.stderr if early is not None else StderrPump(self.name)
+            adopt = stdio_patch.adopting(early.process) if early is not None else contextlib.nullcontext()
+            with adopt:
+                async with stdio_client(params, errlog=self._stderr.writer) as (read, write):
+                    self._stderr.close_writer()
+                    async with ClientSession(read, write, message_handler=self._on_message) as session:
+                        yield session
         elif spec.transport == "sse":
             async with (
                 sse_client(
@@ -436,6 +409,7 @@ class McpToolExecutor(ToolExecutor):
 
     Use as ``async with McpToolExecutor(specs) as executor: ...``. ``secrets`` are values no stdio
     server may inherit (the model API key); a server's config ``env`` can still pass them on.
+    ``early`` holds stdio servers spawned before the SDK was imported (``early_start``).
     """
 
     def __init__(
@@ -444,9 +418,12 @@ class McpToolExecutor(ToolExecutor):
         tool_timeout: float = DEFAULT_TOOL_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         secrets: Iterable[str | None] = (),
+        early: EarlyServers | None = None,
     ) -> None:
         kept = tuple(secret for secret in secrets if secret)
-        self._configured = [McpConnection(spec, tool_timeout, kept) for spec in unique_names(list(specs))]
+        self._configured = [
+            McpConnection(spec, tool_timeout, kept, early) for spec in unique_names(list(specs))
+        ]
         self.connections = list(self._configured)
         """The servers that started (after ``connect``), in configuration order."""
         self.failed: dict[str, str] = {}
