@@ -1,6 +1,6 @@
 """Nested calls against the bare ``mcp`` SDK client on the same MCP session (issue 12, scenarios 2-4).
 
-    .venv/bin/python benchmarks/bench_calls.py [--runs N]
+    .venv/bin/python benchmarks/bench_calls.py [--runs N] [--no-save]
 
 One stdio server (``benchmarks/bench_server.py``), one ``McpToolExecutor`` session to it. asyncai
 runs each program through ``run_code`` (a real sandbox worker); the baseline is the same work done
@@ -115,11 +115,14 @@ async def measure(runs: int) -> list[Row]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
-    rows = asyncio.run(measure(parser.parse_args().runs))
+    parser.add_argument("--no-save", action="store_true", help="print only; leave results.json alone")
+    args = parser.parse_args()
+    rows = asyncio.run(measure(args.runs))
     notes = "Programs run through `run_code`:\n\n" + "\n\n".join(
         f"```python\n{code}\n```" for code in PROGRAMS.values()
     )
-    save_section("calls", "Nested calls against the mcp SDK client (scenarios 2-4)", rows, notes)
+    title = "Nested calls against the mcp SDK client (scenarios 2-4)"
+    save_section("calls", title, rows, notes, save=not args.no_save)
 
 
 if __name__ == "__main__":

@@ -362,13 +362,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, serve() as (base_url, _):
         kubeconfig = write_kubeconfig(Path(tmp) / "fake-kcp.kubeconfig", base_url)
         rows, all_same = asyncio.run(measure(kubeconfig, args.runs))
-    if args.no_save:
-        for row in rows:
-            print(row.case, row.stats, row.note)
-            print("   ", json.dumps(row.values))
-        print(notes(all_same))
-        return
-    save_section("context", "Context economy on the fixture kcp cluster (scenario 1)", rows, notes(all_same))
+    title = "Context economy on the fixture kcp cluster (scenario 1)"
+    save_section("context", title, rows, notes(all_same), save=not args.no_save)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ import sys
 import time
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -65,7 +65,7 @@ from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
 from asyncai.tools.mcp_client import McpToolExecutor
 from asyncai.tools.specs import stdio_spec
 from bench_server import RECORDS_PER_10_MB, REGIONS
-from report import Row, Stats, machine, render_section, save_section, seconds
+from report import Row, Stats, save_section, seconds
 
 HERE = Path(__file__).resolve().parent
 BENCH_SERVER = HERE / "bench_server.py"
@@ -559,16 +559,7 @@ async def main(runs_override: int | None, save: bool) -> None:
     await asyncio.sleep(EXIT_GRACE)
     wall = time.perf_counter() - started
     title = "Side by side with the peers (scenario 5)"
-    if save:
-        save_section("peers", title, rows, notes(rows, runs, wall))
-    else:
-        section = {
-            "title": title,
-            "date": "not saved",
-            "machine": machine(),
-            "notes": notes(rows, runs, wall),
-        }
-        print(render_section({**section, "rows": [{**asdict(r), "ratio": r.ratio} for r in rows]}))
+    save_section("peers", title, rows, notes(rows, runs, wall), save=save)
     left = leftover_children()
     print(f"left-over child processes: {left or 'none'}; wall time {wall:.1f} s")
 

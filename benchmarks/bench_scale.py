@@ -381,11 +381,7 @@ def main() -> None:
             model.raw_requests.clear()
             model.request_headers.clear()
     title = "Scale: threads through asyncai --jsonl (scenario 6)"
-    if args.no_save:
-        for row in rows:
-            print(row.case, row.stats, row.note, json.dumps(row.values))
-        return
-    save_section("scale", title, rows, NOTES)
+    save_section("scale", title, rows, NOTES, save=not args.no_save)
 
 
 if __name__ == "__main__":

@@ -125,21 +125,25 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def save_section(key: str, title: str, rows: Sequence[Row], notes: str = "") -> None:
-    """Replace section ``key`` in results.json and re-render RESULTS.md."""
-    data: dict[str, Any] = {"sections": {}}
-    if RESULTS_JSON.exists():
-        data = json.loads(RESULTS_JSON.read_text())
-    data["sections"][key] = {
+def save_section(key: str, title: str, rows: Sequence[Row], notes: str = "", *, save: bool = True) -> None:
+    """Print the section; with ``save``, also replace section ``key`` in results.json and re-render
+    RESULTS.md."""
+    section = {
         "title": title,
         "date": datetime.date.today().isoformat(),
         "machine": machine(),
         "notes": notes,
         "rows": [_row_json(row) for row in rows],
     }
+    print(render_section(section))
+    if not save:
+        return
+    data: dict[str, Any] = {"sections": {}}
+    if RESULTS_JSON.exists():
+        data = json.loads(RESULTS_JSON.read_text())
+    data["sections"][key] = section
     RESULTS_JSON.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     RESULTS_MD.write_text(render(data))
-    print(render_section(data["sections"][key]))
 
 
 def _row_json(row: Row) -> dict[str, Any]:

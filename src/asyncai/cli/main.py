@@ -7,8 +7,12 @@ Exit status: 0 success, 1 a run or snippet failed, 2 bad input or configuration 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
+import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from typing import NoReturn
 
 from ..code_mode import SandboxConfigError
 from ..log import configure_logging
@@ -85,5 +89,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+def run() -> NoReturn:
+    """The console script: ``main``, then exit without tearing the interpreter down. Every server,
+    worker and file asyncai opened is closed by then; what is left is freeing the imported modules,
+    which the operating system does faster (about a tenth of a second of ``run-code``'s start-up)."""
+    status = main()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

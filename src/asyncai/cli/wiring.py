@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -41,10 +42,12 @@ async def code_mode_executor(settings: Settings) -> AsyncIterator[CodeModeToolEx
     sandbox.resolved_kind()  # fail on a bad sandbox choice before any server starts
     preamble = read_preamble(settings)
     mutations = mutation_policy(settings)
-    async with (
-        mcp_executor(settings) as inner,
-        CodeModeToolExecutor(
+    async with mcp_executor(settings) as inner:
+        executor = CodeModeToolExecutor(
             inner, limits, sandbox=sandbox, preamble=preamble, mutations=mutations
-        ) as executor,
-    ):
-        yield executor
+        )
+        try:
+            yield executor
+        finally:
+            # Both wait on processes (the workers, the servers' exits): side by side, not in turn.
+            await asyncio.gather(executor.aclose(), inner.aclose())

@@ -41,6 +41,11 @@ class EarlyServers:
     def __init__(self) -> None:
         self._waiting: list[EarlyServer] = []
 
+    @property
+    def waiting(self) -> tuple[EarlyServer, ...]:
+        """Spawned and not yet taken by a connection."""
+        return tuple(self._waiting)
+
     async def spawn(self, specs: Iterable[ServerSpec], secrets: Iterable[str | None]) -> None:
         kept = tuple(secrets)
         for spec in specs:
