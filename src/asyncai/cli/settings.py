@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..code_mode import SANDBOX_KINDS, CodeModeLimits, SandboxConfig
-from ..code_mode.gate import MUTATION_POLICIES, MutationPolicy
-from ..code_mode.limits import parse_memory
+from ..code_mode.limits import MUTATION_POLICIES, MutationPolicy, parse_memory
 from ..code_mode.sandbox_config import SandboxKind
 from ..tools import ServerSpec, http_spec, specs_from_config, stdio_spec
 

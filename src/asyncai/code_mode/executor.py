@@ -11,9 +11,8 @@ from .catalog import RUN_CODE_INPUT_SCHEMA, parameter_names, sanitize_names
 from .contract import MAX_RESULT_CHARS
 from .description import DEFAULT_CATALOG_BUDGET, run_code_description
 from .dispatch import CatalogEntry
-from .gate import MutationPolicy
 from .host_functions import HOST_FUNCTIONS
-from .limits import CodeModeLimits
+from .limits import CodeModeLimits, MutationPolicy
 from .repl import RUN_CODE, ReplScope, ScopeSetup
 from .sandbox import Sandbox, SandboxConfig
 from .search import ToolFinder

@@ -13,12 +13,11 @@ import contextlib
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from ..log import dumps_compact
+from .limits import MutationPolicy
 
-MutationPolicy = Literal["allow", "ask", "deny"]
-MUTATION_POLICIES: tuple[MutationPolicy, ...] = ("allow", "ask", "deny")
 ARGUMENT_PREVIEW_CHARS = 120
 
 

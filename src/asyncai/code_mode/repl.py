@@ -18,8 +18,9 @@ from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
 from .catalog import RESERVED_HELPERS
 from .contract import RunCodeText, SnippetOutcome, format_error, format_outcome, hide_frames
 from .dispatch import CatalogEntry, Finder, SnippetDispatcher, refuse_os
-from .gate import Approver, MutationGate, MutationPolicy, WallClock
+from .gate import Approver, MutationGate, WallClock
 from .host_functions import HOST_FUNCTIONS
+from .limits import MutationPolicy
 from .preamble import HOST_CALL, INTERNAL_PREFIX, scope_preamble
 from .sandbox import Sandbox, release
 from .variables import BoundVariable, format_note, note_candidates, probe_source, scan_snippet
