@@ -88,17 +88,9 @@ async def median_time(fn: Callable[[], Awaitable[Any]], reps: int = REPS, warmup
     return statistics.median(times)
 
 
-def fmt_seconds(seconds: float) -> str:
-    if seconds >= 0.1:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.1f} ms"
-    return f"{seconds * 1e6:.0f} µs"
-
-
 def throughput_row(section: str, case: str, nbytes: int, seconds: float, note: str = "") -> None:
     rate = f"{nbytes / MB / seconds:.1f} MB/s" + (f" ({note})" if note else "")
-    ROWS.append(Row(section, case, f"{nbytes / MB:.1f} MB", fmt_seconds(seconds), rate))
+    ROWS.append(Row(section, case, f"{nbytes / MB:.1f} MB", report.seconds(seconds), rate))
 
 
 # --- 1. raw pydantic-monty ----------------------------------------------------------------------
@@ -197,7 +189,7 @@ async def bench_run_code() -> None:
 
         # 4. small-call overhead
         trivial = await median_time(lambda: run_code(executor, "1 + 1"), reps=SMALL_REPS, warmup=3)
-        ROWS.append(Row("4 overhead", "run_code `1 + 1`", "-", fmt_seconds(trivial), "per run_code"))
+        ROWS.append(Row("4 overhead", "run_code `1 + 1`", "-", report.seconds(trivial), "per run_code"))
         gather = "r = await asyncio.gather(*[one() for _ in range(100)])\nlen(r)"
         hundred = await median_time(lambda: run_code(executor, gather), reps=SMALL_REPS // 2, warmup=2)
         per_call = hundred / 100 * 1e6
@@ -207,7 +199,7 @@ async def bench_run_code() -> None:
                 "4 overhead",
                 "run_code, 100 gathered `one()` calls",
                 "100 calls",
-                fmt_seconds(hundred),
+                report.seconds(hundred),
                 f"{per_call:.0f} µs/call ({marginal:.0f} µs/call above `1 + 1`)",
             )
         )
