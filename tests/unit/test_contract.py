@@ -13,6 +13,7 @@ from asyncai.code_mode.contract import (
     hide_frames,
     hint_for,
 )
+from asyncai.code_mode.dispatch import NestedCall, calls_report
 from asyncai.log import preview
 
 
@@ -299,3 +300,28 @@ def test_hide_frames_drops_only_the_named_file() -> None:
         "    ~~~~~~~~~~~~~\n"
         "TypeError: slow() takes keyword arguments only"
     )
+
+
+def test_a_long_calls_report_keeps_every_mutating_call_and_counts_the_rest() -> None:
+    calls = [NestedCall("get", {"i": i}, mutating=False, function="get", answered=True) for i in range(30)]
+    calls.insert(25, NestedCall("delete", {"name": "a"}, mutating=True, function="delete_it", answered=True))
+    calls.append(NestedCall("put", {"name": "b"}, mutating=True, function="put"))  # never answered
+    calls[3].is_error = True
+    report = calls_report(calls)
+    assert report is not None
+    lines = report.splitlines()
+    assert lines[0] == "Nested calls this snippet started before it was stopped (32):"
+    assert "- failed: get(i=3)" in lines
+    assert "- finished: delete_it(name='a') (mutating: its change was applied)" in lines
+    assert "- cut off: put(name='b') (mutating: its change may have been applied)" in lines
+    assert (
+        sum(line.startswith("- finished: get(") or line.startswith("- failed: get(") for line in lines) == 18
+    )
+    assert "- ... and 12 more read-only calls (12 finished)" in lines
+    assert calls_report([]) is None
+
+
+def test_the_calls_report_survives_the_result_cap() -> None:
+    report = "Nested calls this snippet started before it was stopped (1):\n- cut off: hang()"
+    result = format_error("Traceback\n" + "x" * 5000, calls_report=report, max_chars=600)
+    assert len(result.text) <= 600 and result.text.endswith(report)

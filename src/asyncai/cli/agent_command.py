@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from ..backend import DEFAULT_SYSTEM_PROMPT, BackendConfig
 from ..runtime import RunReply, RunRequest, Runtime
+from .approval import TerminalApprover
 from .blocking import read_in_thread
 from .history import line_editing
 from .sessions import SessionRecorder, add_session_options, session_recorder
@@ -24,6 +25,7 @@ from .settings import (
     add_code_options,
     add_mcp_options,
     add_model_options,
+    mutation_policy,
     read_text_file,
 )
 from .wiring import code_mode_executor
@@ -96,7 +98,13 @@ async def run(settings: Settings) -> int:
     recorder = session_recorder(settings)
     from ..backend import OpenAiCompatibleBackend  # httpx2: loaded once a run needs the model
 
-    async with code_mode_executor(settings) as executor, OpenAiCompatibleBackend(config) as backend:
+    # Only the chat has a person at the terminal to ask; -p and --jsonl refuse what needs asking.
+    chat = prompt is None and not jsonl
+    approver = TerminalApprover() if chat and mutation_policy(settings) == "ask" else None
+    async with (
+        code_mode_executor(settings, approver) as executor,
+        OpenAiCompatibleBackend(config) as backend,
+    ):
         runtime = Runtime(backend, executor, sessions=recorder)
         try:
             if jsonl:

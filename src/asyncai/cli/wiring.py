@@ -12,6 +12,7 @@ from .settings import Settings, code_limits, mutation_policy, read_preamble, san
 
 if TYPE_CHECKING:
     from ..code_mode import CodeModeToolExecutor
+    from ..code_mode.gate import Approver
     from ..tools import McpToolExecutor
 
 
@@ -34,7 +35,11 @@ async def mcp_executor(settings: Settings) -> AsyncIterator[McpToolExecutor]:
 
 
 @contextlib.asynccontextmanager
-async def code_mode_executor(settings: Settings) -> AsyncIterator[CodeModeToolExecutor]:
+async def code_mode_executor(
+    settings: Settings, approver: Approver | None = None
+) -> AsyncIterator[CodeModeToolExecutor]:
+    """Code mode over the configured servers; ``approver`` decides mutating calls under
+    ``--mutations ask`` (without one they are refused)."""
     from ..code_mode import CodeModeToolExecutor  # pydantic-monty and the engine: only to run code
 
     limits = code_limits(settings)
@@ -44,7 +49,7 @@ async def code_mode_executor(settings: Settings) -> AsyncIterator[CodeModeToolEx
     mutations = mutation_policy(settings)
     async with mcp_executor(settings) as inner:
         executor = CodeModeToolExecutor(
-            inner, limits, sandbox=sandbox, preamble=preamble, mutations=mutations
+            inner, limits, sandbox=sandbox, preamble=preamble, mutations=mutations, approver=approver
         )
         try:
             yield executor

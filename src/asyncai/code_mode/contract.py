@@ -283,10 +283,16 @@ def hide_frames(traceback_text: str, filename: str) -> str:
 
 
 def format_error(
-    traceback_text: str, *, state_reset: bool = False, max_chars: int = MAX_RESULT_CHARS
+    traceback_text: str,
+    *,
+    state_reset: bool = False,
+    max_chars: int = MAX_RESULT_CHARS,
+    calls_report: str | None = None,
 ) -> RunCodeText:
-    """An error result: the traceback (clipped in the middle to ``max_chars``), a hint, a reset note."""
-    notes = [note for note in (hint_for(traceback_text), STATE_RESET_TEXT if state_reset else None) if note]
+    """An error result: the traceback (clipped in the middle to ``max_chars``), a hint, a reset
+    note, and for an aborted snippet the report of its nested calls."""
+    reset = STATE_RESET_TEXT if state_reset else None
+    notes = [note for note in (hint_for(traceback_text), reset, calls_report) if note]
     room = max_chars - sum(len(note) + 1 for note in notes)  # the notes must survive the clip
     lines = [_clip_middle(traceback_text.rstrip(), max(room, 0)), *notes]
     return RunCodeText(text="\n".join(lines)[:max_chars], is_error=True)

@@ -56,6 +56,17 @@ class NestedCall:
     is_error: bool = False
     bytes: int = 0
     refused: bool = False
+    function: str = ""
+    """The Python name the snippet called."""
+    answered: bool = False
+    """The tool's answer (a result or an error) came back; False while it runs and once cut off."""
+
+    def outcome(self) -> str:
+        if self.refused:
+            return "refused"
+        if not self.answered:
+            return "cut off"
+        return "failed" if self.is_error else "finished"
 
     def audit(self) -> dict[str, Any]:
         """The A7 audit entry; ``"refused": true`` is added for a call the mutation gate stopped."""
@@ -142,7 +153,9 @@ class SnippetDispatcher:
             raise RuntimeError(
                 f"nested tool call budget exceeded: at most {count(self.limits.max_calls)} per run_code"
             )
-        record = NestedCall(tool=entry.tool.name, arguments=arguments, mutating=entry.tool.mutating)
+        record = NestedCall(
+            tool=entry.tool.name, arguments=arguments, mutating=entry.tool.mutating, function=py_name
+        )
         self.calls.append(record)
         level = logging.WARNING if record.mutating else logging.INFO
         mutating = {"mutating": True} if record.mutating else {}
@@ -177,6 +190,7 @@ class SnippetDispatcher:
         payload: Payload | None = None
         try:
             output = await self._tracked(self.inner.call_tool(record.tool, arguments))
+            record.answered = True
             record.is_error = output.is_error
             if output.is_error:
                 content = output.content
@@ -184,7 +198,7 @@ class SnippetDispatcher:
                 payload = tool_payload(output, entry.tool.output_schema)
                 content = payload.text
         except TimeoutError:
-            record.is_error = True
+            record.is_error = record.answered = True  # it did not answer in time: it may still run
             raise RuntimeError(
                 f"tool {record.tool} timed out after {seconds(self.limits.tool_timeout)}"
             ) from None
@@ -260,3 +274,43 @@ class SnippetDispatcher:
 
     def audit(self) -> dict[str, Any]:
         return {"nested_calls": [call.audit() for call in self.calls]}
+
+    def calls_report(self) -> str | None:
+        return calls_report(self.calls)
+
+
+REPORT_CALLS = 20
+"""Calls listed in a partial-call report; mutating ones are always listed."""
+
+
+def calls_report(calls: list[NestedCall]) -> str | None:
+    """What an aborted snippet's nested calls did, so the model does not repeat a write blindly.
+
+    Every mutating call is listed; other calls up to ``REPORT_CALLS`` in all, the rest counted."""
+    if not calls:
+        return None
+    mutating = sum(call.mutating for call in calls)
+    room = max(REPORT_CALLS - mutating, 0)
+    shown: list[NestedCall] = []
+    for call in calls:
+        if call.mutating or room > 0:
+            shown.append(call)
+            room -= not call.mutating
+    lines = [f"Nested calls this snippet started before it was stopped ({len(calls)}):"]
+    for call in shown:
+        text = ApprovalRequest(call.tool, call.function or call.tool, call.arguments).call_text()
+        outcome = call.outcome()
+        line = f"- {outcome}: {text}"
+        if call.mutating and outcome == "finished":
+            line += " (mutating: its change was applied)"
+        elif call.mutating and outcome in ("cut off", "failed"):
+            line += " (mutating: its change may have been applied)"
+        lines.append(line)
+    listed = {id(call) for call in shown}
+    hidden = [call.outcome() for call in calls if id(call) not in listed]
+    if hidden:
+        counts = ", ".join(f"{hidden.count(o)} {o}" for o in ("finished", "failed", "cut off") if o in hidden)
+        lines.append(f"- ... and {len(hidden)} more read-only calls ({counts})")
+    if mutating:
+        lines.append("Check what the mutating calls changed before running them again.")
+    return "\n".join(lines)

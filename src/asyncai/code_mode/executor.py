@@ -11,6 +11,7 @@ from .catalog import RUN_CODE_INPUT_SCHEMA, parameter_names, sanitize_names
 from .contract import MAX_RESULT_CHARS
 from .description import DEFAULT_CATALOG_BUDGET, run_code_description
 from .dispatch import CatalogEntry
+from .gate import Approver
 from .host_functions import HOST_FUNCTIONS
 from .limits import CodeModeLimits, MutationPolicy
 from .repl import RUN_CODE, ReplScope, ScopeSetup
@@ -81,6 +82,7 @@ class CodeModeToolExecutor(ToolExecutor):
         sandbox: SandboxConfig | None = None,
         preamble: str | None = None,
         mutations: MutationPolicy = "allow",
+        approver: Approver | None = None,
     ) -> None:
         self.inner = inner
         self.limits = limits or CodeModeLimits()
@@ -95,6 +97,7 @@ class CodeModeToolExecutor(ToolExecutor):
             sandbox=self.sandbox,
             operator_preamble=preamble,
             mutations=mutations,
+            approver=approver,
         )
         self._setup.on_idle = self._evict_idle
         self._default = ReplScope(self._setup)

@@ -46,6 +46,8 @@ class Approval:
     allowed: bool
     reason: str = ""
     """Why a call was refused, for the snippet's ``PermissionError``."""
+    rest_of_snippet: bool = False
+    """Also allow every later mutating call of the same snippet without asking."""
 
 
 class Approver(Protocol):
@@ -56,28 +58,35 @@ class Approver(Protocol):
 
 DENIED = Approval(False, "mutating calls are denied here (--mutations deny)")
 NOBODY_TO_ASK = Approval(
-    False, "mutating calls need approval (--mutations ask) and there is no one to ask in this session"
+    False,
+    "mutating calls need approval (--mutations ask) and there is no one to ask here (no terminal); "
+    "run with --mutations allow to let them run",
 )
 
 
-@dataclass(frozen=True)
+@dataclass
 class MutationGate:
+    """One snippet's gate: asks the approver about each mutating call, until it allows the rest."""
+
     policy: MutationPolicy = "allow"
     approver: Approver | None = None
+    rest_allowed: bool = False
 
     @property
     def open(self) -> bool:
         """Whether every call runs without a decision."""
-        return self.policy == "allow"
+        return self.policy == "allow" or self.rest_allowed
 
     async def decide(self, request: ApprovalRequest) -> Approval:
-        if self.policy == "allow":
+        if self.open:
             return Approval(True)
         if self.policy == "deny":
             return DENIED
         if self.approver is None:
             return NOBODY_TO_ASK
-        return await self.approver.approve(request)
+        approval = await self.approver.approve(request)
+        self.rest_allowed = approval.allowed and approval.rest_of_snippet
+        return approval
 
 
 class WallClock:

@@ -67,6 +67,8 @@ class ScopeSetup:
     catalog_version: int = 0
     live: set[ReplScope] = field(default_factory=set)
     """Every scope that holds a worker session: what the executor must close."""
+    approver: Approver | None = None
+    """Asked about mutating calls under ``--mutations ask`` when a call brings no approver of its own."""
     on_idle: Callable[[], None] | None = None
     """Called when a run lets go of its scope: the executor then evicts idle thread REPLs over its
     limit, so their workers go back to the pool for the runs waiting on one."""
@@ -132,7 +134,7 @@ class ReplScope(ToolExecutor):
         async with self._lock:
             if arguments.get("restart") in (True, "true", "True", 1):
                 await self._reset()
-            gate = MutationGate(self.setup.mutations, approver)
+            gate = MutationGate(self.setup.mutations, approver or self.setup.approver)
             dispatcher = SnippetDispatcher(
                 self.setup.catalog, self.setup.inner, self.limits, gate, finder=self.setup.finder
             )
@@ -183,12 +185,13 @@ class ReplScope(ToolExecutor):
         except TimeoutError:
             dispatcher.cancel_in_flight()
             await self._reset(discard=True)
+            report = dispatcher.calls_report()
             if dispatcher.exhausted is not None:  # it caught the budget error and went on
-                return self._format_error(dispatcher.exhausted, state_reset=True)
-            return RunCodeText(
+                return self._format_error(dispatcher.exhausted, state_reset=True, report=report)
+            return self._format_error(
                 f"error: run_code exceeded its wall-clock limit of {seconds(self.limits.wall_timeout)}; "
                 "in-flight tool calls were cancelled and the REPL state was reset (variables are gone).",
-                is_error=True,
+                report=report,
             )
         except asyncio.CancelledError:
             # The run was cancelled from outside (Ctrl-C, shutdown): stop the tool calls the feed
@@ -197,13 +200,15 @@ class ReplScope(ToolExecutor):
             await asyncio.shield(self._reset(discard=True))
             raise
         except pm.MontyError as exc:
-            return await self._error_result(exc, bound)
+            return await self._error_result(exc, bound, dispatcher)
         except RuntimeError as exc:  # pydantic-monty reports a dead session as a plain RuntimeError
             await self._reset(discard=True)
-            return self._format_error(f"RuntimeError: {exc}", state_reset=True)
+            return self._format_error(
+                f"RuntimeError: {exc}", state_reset=True, report=dispatcher.calls_report()
+            )
         self._remember(bound)
         if dispatcher.exhausted is not None:
-            return self._format_error(dispatcher.exhausted)
+            return self._format_error(dispatcher.exhausted, report=dispatcher.calls_report())
         await self._refresh_note(session)
         return format_outcome(
             SnippetOutcome(value=value, printed=capture.text, printed_truncated_bytes=capture.dropped),
@@ -217,10 +222,18 @@ class ReplScope(ToolExecutor):
             code, external_lookup={HOST_CALL: dispatcher.call}, os=dispatcher.deny_os, print_callback=capture
         )
 
-    def _format_error(self, text: str, *, state_reset: bool = False) -> RunCodeText:
-        return format_error(text, state_reset=state_reset, max_chars=self.limits.max_result_chars)
+    def _format_error(
+        self, text: str, *, state_reset: bool = False, report: str | None = None
+    ) -> RunCodeText:
+        return format_error(
+            text, state_reset=state_reset, max_chars=self.limits.max_result_chars, calls_report=report
+        )
 
-    async def _error_result(self, exc: pm.MontyError, bound: tuple[str, ...]) -> RunCodeText:
+    async def _error_result(
+        self, exc: pm.MontyError, bound: tuple[str, ...], dispatcher: SnippetDispatcher
+    ) -> RunCodeText:
+        """A snippet that raised; one that was stopped (crash, time limit, heap cap) also gets the
+        report of its nested calls."""
         if isinstance(exc, pm.MontyCrashedError):
             await self._reset(discard=True)
             if exc.timed_out:
@@ -231,16 +244,19 @@ class ReplScope(ToolExecutor):
                 )
             else:
                 reason = f"crashed ({exc})"
-            return self._format_error(f"error: the sandbox worker {reason}", state_reset=True)
+            report = dispatcher.calls_report()
+            return self._format_error(f"error: the sandbox worker {reason}", state_reset=True, report=report)
         # The tool wrappers live in the scope's first feed; their frames are noise to the model.
         text = hide_frames(_error_text(exc), PREAMBLE_FILENAME)
         lines = text.strip().splitlines()
-        if lines and lines[-1].startswith("MemoryError"):
+        last = lines[-1] if lines else ""
+        if last.startswith("MemoryError"):
             # After a heap overrun the session keeps its failed allocations counted: start afresh.
             await self._reset(discard=True)
-            return self._format_error(text, state_reset=True)
+            return self._format_error(text, state_reset=True, report=dispatcher.calls_report())
         self._remember(bound)  # a feed is not transactional: names before the error stay bound
-        return self._format_error(text)
+        stopped = last.startswith("TimeoutError")  # the execution time limit
+        return self._format_error(text, report=dispatcher.calls_report() if stopped else None)
 
     async def _ensure_session(self) -> pm.AsyncMontySession:
         if self._session is not None:

@@ -1,0 +1,58 @@
+"""``--mutations ask`` in the chat: the person at the terminal decides each mutating nested call.
+
+The snippet waits (its wall clock paused) while the question is on screen:
+
+    run_code wants to call delete_object(workspace='root:app', name='web')
+    allow? [y] this call, [n] refuse, [a] this tool for the rest of the session,
+    [A] every call of this snippet:
+
+An empty answer or end of input refuses; anything else asks again.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+
+from ..code_mode.gate import Approval, ApprovalRequest
+from .blocking import read_in_thread
+
+QUESTION = (
+    "run_code wants to call {call}\n"
+    "allow? [y] this call, [n] refuse, [a] this tool for the rest of the session,\n"
+    "[A] every call of this snippet: "
+)
+REFUSED = Approval(False, "the user refused it")
+
+
+async def _read_answer(question: str) -> str:
+    return await read_in_thread(input, question)
+
+
+class TerminalApprover:
+    """Asks on the terminal; remembers the tools allowed for the rest of the session."""
+
+    def __init__(self, ask: Callable[[str], Awaitable[str]] = _read_answer) -> None:
+        self._ask = ask
+        self.allowed_tools: set[str] = set()
+
+    async def approve(self, request: ApprovalRequest) -> Approval:
+        if request.tool in self.allowed_tools:
+            return Approval(True)
+        question = QUESTION.format(call=request.call_text())
+        while True:
+            try:
+                answer = (await self._ask(question)).strip()
+            except (EOFError, KeyboardInterrupt):
+                print(file=sys.stderr)
+                return Approval(False, "no answer from the user")
+            if answer in ("y", "Y", "yes"):
+                return Approval(True)
+            if answer in ("", "n", "N", "no"):
+                return REFUSED
+            if answer == "a":
+                self.allowed_tools.add(request.tool)
+                return Approval(True)
+            if answer == "A":
+                return Approval(True, rest_of_snippet=True)
+            question = "please answer y, n, a or A: "

@@ -1,0 +1,110 @@
+"""``--mutations ask`` at the terminal: the chat under a pty answers y, n, a and A; without a
+terminal mutating calls are refused, and refusals are on record (audit, transcript)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from tests.cli.conftest import asyncai
+from tests.cli.test_interactive import _on_a_terminal
+from tests.cli.test_sessions import lines_of, session_of, sessions_dir
+from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
+from tests.fakes.servers import server_command
+
+NOTES = server_command("notes")  # write_note is mutating (not read-only)
+QUESTION = "run_code wants to call write_note("
+
+
+def _notes(*texts: str) -> str:
+    """A snippet writing each note, "refused" where the call raised PermissionError."""
+    return (
+        "r = []\n"
+        f"for t in {list(texts)!r}:\n"
+        "    try:\n"
+        "        r.append((await write_note(text=t))['stored'])\n"
+        "    except PermissionError:\n"
+        "        r.append('refused')\n"
+        "r"
+    )
+
+
+def _tool_results(requests: list[dict[str, Any]]) -> list[Any]:
+    return [json.loads(r["messages"][-1]["content"]) for r in requests if r["messages"][-1]["role"] == "tool"]
+
+
+def test_ask_in_the_chat_is_answered_y_n_a_and_A(tmp_path: Path) -> None:
+    script = [
+        tool_reply(call("run_code", {"code": _notes("a", "b")})),  # y, then n
+        text_reply("one"),
+        tool_reply(call("run_code", {"code": _notes("c", "d", "e")})),  # A: the rest of this snippet
+        text_reply("two"),
+        tool_reply(call("run_code", {"code": _notes("f", "g")})),  # a: this tool from now on
+        text_reply("three"),
+        tool_reply(call("run_code", {"code": _notes("h")})),  # not asked again
+        text_reply("four"),
+    ]
+    typed = "first\ny\nn\nsecond\nA\nthird\na\nfourth\n/exit\n"
+    with ScriptedOpenAI(script) as model:
+        result = _on_a_terminal(
+            ["--base-url", model.base_url, "--model", "m", "--mcp-stdio", NOTES, "--mutations", "ask"],
+            typed,
+            tmp_path,
+        )
+        requests = model.requests
+    assert result.returncode == 0, result.stderr
+    assert _tool_results(requests) == [["a", "refused"], ["c", "d", "e"], ["f", "g"], ["h"]]
+    asked = re.findall(r"run_code wants to call (write_note\([^)]*\))", result.stdout)
+    assert asked == [
+        "write_note(text='a')",
+        "write_note(text='b')",
+        "write_note(text='c')",
+        "write_note(text='f')",
+    ]
+
+
+def test_ask_without_a_terminal_refuses_and_says_how_to_allow(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    script = [tool_reply(call("run_code", {"code": _notes("a")})), text_reply("done")]
+    with ScriptedOpenAI(script) as model:
+        result = asyncai(
+            "--base-url", model.base_url, "--model", "m", "--mcp-stdio", NOTES, "--mutations", "ask",
+            "-p", "write a note", cwd=project,
+        )  # fmt: skip
+        requests = model.requests
+    assert result.status == 0, result.stderr
+    assert _tool_results(requests) == [["refused"]]
+    assert QUESTION not in result.stdout + result.stderr
+
+    # The refusal is on record: the transcript's toolUseResult keeps the audit entry.
+    claude_dir = Path(os.environ["CLAUDE_CONFIG_DIR"])
+    path = sessions_dir(claude_dir, project) / f"{session_of(result)}.jsonl"
+    [tool_record] = [line for line in lines_of(path) if "toolUseResult" in line]
+    assert tool_record["toolUseResult"]["nested_calls"] == [
+        {
+            "tool": "write_note",
+            "arguments": {"text": "a"},
+            "is_error": True,
+            "bytes": 0,
+            "mutating": True,
+            "refused": True,
+        }
+    ]
+
+
+def test_the_refusal_message_without_a_terminal_tells_how_to_allow() -> None:
+    result = asyncai(
+        "run-code", "--mcp-stdio", NOTES, "--mutations", "ask", "-c", "await write_note(text='x')"
+    )
+    assert result.status == 1
+    assert "PermissionError: write_note() was not run" in result.stdout
+    assert "no one to ask here (no terminal)" in result.stdout and "--mutations allow" in result.stdout
+
+
+def test_deny_refuses_and_the_snippet_can_catch_it() -> None:
+    result = asyncai("run-code", "--mcp-stdio", NOTES, "--mutations", "deny", "-c", _notes("x"))
+    assert (result.status, result.stdout.strip()) == (0, '["refused"]')

@@ -1,0 +1,59 @@
+"""An aborted snippet's error result says what its nested calls did: which finished, which failed,
+which were cut off, and whether a mutating one may have changed something."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+
+import pytest
+
+from asyncai.code_mode import CodeModeToolExecutor
+from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor, run
+
+pytestmark = pytest.mark.anyio
+
+TWO_FINISHED_ONE_IN_FLIGHT = 'await wait(seconds=0, tag="a")\nawait delete_item(name="web")\nawait {third}'
+
+
+async def test_a_wall_clock_abort_reports_two_finished_calls_and_one_in_flight(fake: FakeExecutor) -> None:
+    limits = dataclasses.replace(TEST_LIMITS, wall_timeout=0.5)
+    async with CodeModeToolExecutor(fake, limits) as code_mode:
+        output = await run(code_mode, TWO_FINISHED_ONE_IN_FLIGHT.format(third="hang()"))
+        after = await run(code_mode, "1 + 1")
+    assert output.is_error
+    text = output.content
+    assert "wall-clock limit" in text
+    assert "Nested calls this snippet started before it was stopped (3):" in text
+    assert "- finished: wait(seconds=0, tag='a')" in text
+    assert "- finished: delete_item(name='web') (mutating: its change was applied)" in text
+    assert "- cut off: hang()" in text
+    assert "Check what the mutating calls changed before running them again." in text
+    assert after.content == "2"
+
+
+async def test_a_worker_killed_mid_snippet_reports_the_call_it_cut_off(
+    code_mode: CodeModeToolExecutor, fake: FakeExecutor
+) -> None:
+    scope = code_mode.thread_scope("t")
+    await run(scope, "1")
+    assert scope._session is not None
+    pid = scope._session.worker_pid
+    assert pid is not None
+
+    def kill_on_third_call() -> None:
+        if len(fake.spans) == 3:
+            os.kill(pid, signal.SIGKILL)
+
+    fake.on_call = kill_on_third_call
+    output = await run(scope, TWO_FINISHED_ONE_IN_FLIGHT.format(third="wait(seconds=0.5)"))
+    assert output.is_error and "REPL state was reset" in output.content
+    assert "- finished: delete_item(name='web') (mutating: its change was applied)" in output.content
+    assert "- cut off: wait(seconds=0.5)" in output.content
+
+
+async def test_an_ordinary_exception_gets_no_report(code_mode: CodeModeToolExecutor) -> None:
+    output = await run(code_mode, 'await delete_item(name="web")\n1 / 0')
+    assert output.is_error and "ZeroDivisionError" in output.content
+    assert "Nested calls this snippet started" not in output.content
