@@ -412,14 +412,24 @@ def inline_local_refs(schema: Any) -> Any:
     return resolve(schema, frozenset())
 
 
-def render_stub(py_name: str, tool: ToolDefinition) -> str:
-    """An ``async def`` stub with keyword-only parameters, a return annotation and a docstring."""
+def _signature(tool: ToolDefinition) -> tuple[dict[str, str], dict[str, tuple[Any, bool]], str]:
+    """(Python name -> property, property -> (schema, required), ``*, a: str, b: int | None = None``)."""
     py_params = parameter_names(tool)
     input_schema = inline_local_refs(tool.input_schema)
-    output_schema = inline_local_refs(unwrapped_output_schema(tool.output_schema))
     props = {name: (sub, req) for name, sub, req in _ordered_properties(input_schema)}
     params = [_parameter(py, *props[prop]) for py, prop in py_params.items()]
-    signature = f"*, {', '.join(params)}" if params else ""
+    return py_params, props, f"*, {', '.join(params)}" if params else ""
+
+
+def render_signature(py_name: str, tool: ToolDefinition) -> str:
+    """The stub's signature alone, returning ``Any``: what the type check needs of a tool."""
+    return f"async def {py_name}({_signature(tool)[2]}) -> Any: ..."
+
+
+def render_stub(py_name: str, tool: ToolDefinition) -> str:
+    """An ``async def`` stub with keyword-only parameters, a return annotation and a docstring."""
+    py_params, props, signature = _signature(tool)
+    output_schema = inline_local_refs(unwrapped_output_schema(tool.output_schema))
     returns = python_type(output_schema) if output_schema else "Any"
 
     doc: list[str] = []

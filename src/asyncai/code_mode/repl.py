@@ -23,6 +23,7 @@ from .host_functions import HOST_FUNCTIONS
 from .limits import MutationPolicy
 from .preamble import HOST_CALL, INTERNAL_PREFIX, scope_preamble
 from .sandbox import Sandbox, release
+from .type_check import rejection, type_check_stubs
 from .variables import BoundVariable, format_note, note_candidates, probe_source, scan_snippet
 
 RUN_CODE = "run_code"
@@ -70,12 +71,24 @@ class ScopeSetup:
     approver: Approver | None = None
     """Asked about mutating calls under ``--mutations ask`` when a call brings no approver of its own."""
     on_idle: Callable[[], None] | None = None
+    _stubs: tuple[int, str] | None = None
+
+    def type_check_stubs(self) -> str:
+        """The current catalog's type-check stubs, made once per catalog version."""
+        if self._stubs is None or self._stubs[0] != self.catalog_version:
+            self._stubs = (self.catalog_version, type_check_stubs(self.catalog))
+        return self._stubs[1]
+
     """Called when a run lets go of its scope: the executor then evicts idle thread REPLs over its
     limit, so their workers go back to the pool for the runs waiting on one."""
 
 
 class _StateLost(Exception):
     """The worker or its session is gone; the scope starts over."""
+
+
+class _TypeCheckRejected(Exception):
+    """The type check stopped the snippet before anything ran; the message is the error result."""
 
 
 def _error_text(exc: BaseException) -> str:
@@ -101,6 +114,8 @@ class ReplScope(ToolExecutor):
         self._bound: dict[str, None] = {}
         self._note: str | None = None
         self._catalog_version = setup.catalog_version
+        self._checked_version = setup.catalog_version
+        """The catalog version the session's type-check stubs were made from."""
 
     def tools(self) -> list[ToolDefinition]:
         return [self.setup.run_code]
@@ -199,6 +214,8 @@ class ReplScope(ToolExecutor):
             dispatcher.cancel_in_flight()
             await asyncio.shield(self._reset(discard=True))
             raise
+        except _TypeCheckRejected as exc:
+            return RunCodeText(str(exc), is_error=True)
         except pm.MontyError as exc:
             return await self._error_result(exc, bound, dispatcher)
         except RuntimeError as exc:  # pydantic-monty reports a dead session as a plain RuntimeError
@@ -218,8 +235,26 @@ class ReplScope(ToolExecutor):
     async def _feed(
         self, session: pm.AsyncMontySession, code: str, dispatcher: SnippetDispatcher, capture: PrintCapture
     ) -> Any:
-        return await session.feed_run(
-            code, external_lookup={HOST_CALL: dispatcher.call}, os=dispatcher.deny_os, print_callback=capture
+        # Stubs are fixed at checkout: after a catalog change the scope's snippets run unchecked.
+        checked = self._checked_version == self.setup.catalog_version
+        try:
+            return await session.feed_run(
+                code,
+                external_lookup={HOST_CALL: dispatcher.call},
+                os=dispatcher.deny_os,
+                print_callback=capture,
+                skip_type_check=not checked,
+            )
+        except pm.MontyTypingError as exc:
+            refused = rejection(exc.display(), code, self.setup.catalog)
+            if refused is not None:
+                raise _TypeCheckRejected(refused) from None
+        return await session.feed_run(  # the checker was unsure: Monty decides
+            code,
+            external_lookup={HOST_CALL: dispatcher.call},
+            os=dispatcher.deny_os,
+            print_callback=capture,
+            skip_type_check=True,
         )
 
     def _format_error(
@@ -264,27 +299,30 @@ class ReplScope(ToolExecutor):
                 await self._feed_new_wrappers(self._session)
             return self._session
         try:
-            session = await self.setup.sandbox.checkout()
+            session = await self.setup.sandbox.checkout(self.setup.type_check_stubs())
         except Exception as exc:
             raise _StateLost(str(exc)) from None
         try:
-            await session.feed_run(scope_preamble(self.setup.catalog))
+            await session.feed_run(scope_preamble(self.setup.catalog), skip_type_check=True)
             if self.setup.operator_preamble:
                 await session.feed_run(
-                    self.setup.operator_preamble, os=refuse_os, print_callback=_discard_print
+                    self.setup.operator_preamble,
+                    os=refuse_os,
+                    print_callback=_discard_print,
+                    skip_type_check=True,
                 )
         except Exception as exc:
             await release(session, discard=True)
             raise _StateLost(f"the code preamble failed: {_error_text(exc)}") from None
         self._session = session
-        self._catalog_version = self.setup.catalog_version
+        self._catalog_version = self._checked_version = self.setup.catalog_version
         self.setup.live.add(self)
         return session
 
     async def _feed_new_wrappers(self, session: pm.AsyncMontySession) -> None:
         """The wrapped servers' tools changed: define the current functions (variables stay)."""
         try:
-            await session.feed_run(scope_preamble(self.setup.catalog))
+            await session.feed_run(scope_preamble(self.setup.catalog), skip_type_check=True)
         except Exception as exc:
             await self._reset(discard=True)
             raise _StateLost(f"the new tool functions could not be defined: {_error_text(exc)}") from None
@@ -301,7 +339,7 @@ class ReplScope(ToolExecutor):
             self._note = None
             return
         try:
-            rows = await session.feed_run(probe_source(names))
+            rows = await session.feed_run(probe_source(names), skip_type_check=True)
         except Exception as exc:  # a failed probe only means the note is missing
             log_event("code_mode.probe_failed", logging.INFO, error=str(exc))
             return

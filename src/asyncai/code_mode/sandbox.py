@@ -16,6 +16,7 @@ import pydantic_monty as pm
 
 from .limits import CodeModeLimits
 from .sandbox_config import SANDBOX_KINDS, SandboxConfig, SandboxConfigError, SandboxKind
+from .type_check import SCRIPT_NAME
 
 __all__ = ["SANDBOX_KINDS", "Sandbox", "SandboxConfig", "SandboxConfigError", "SandboxKind", "release"]
 
@@ -60,11 +61,16 @@ class Sandbox:
                 self._pool = pool
             return self._pool
 
-    async def checkout(self) -> pm.AsyncMontySession:
-        """A new, entered session; the caller ends it with ``release``."""
+    async def checkout(self, type_check_stubs: str | None = None) -> pm.AsyncMontySession:
+        """A new, entered session; the caller ends it with ``release``. With ``type_check_stubs``
+        (and the type check on) every feed is checked against them unless it says to skip."""
         pool = await self._ensure_pool()
+        checked = self.config.type_check and type_check_stubs is not None
         session = pool.checkout(
-            script_name="run_code.py",
+            script_name=SCRIPT_NAME,
+            type_check=checked,
+            type_check_stubs=type_check_stubs if checked else None,
+            type_check_format="concise",
             limits={
                 "max_feed_duration_secs": self.limits.code_timeout,
                 "max_memory": self.limits.max_memory,

@@ -19,6 +19,8 @@ class SandboxConfig:
     monty_url: str | None = None
     max_workers: int = 16
     checkout_timeout: float = 30.0
+    type_check: bool = True
+    """Check each snippet against the catalog's stubs before it runs (``--no-type-check``)."""
 
     def resolved_kind(self) -> Literal["pool", "remote"]:
         if self.kind == "in-process":

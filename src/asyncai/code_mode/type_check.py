@@ -1,0 +1,138 @@
+"""The type check before a snippet runs: pydantic-monty checks each feed against stubs (ty inside
+the worker), so a wrong call fails before the first tool runs.
+
+A check that rejects valid code is worse than none, so only what is certain stops a snippet:
+
+- the shape of a call to a catalog function: a missing or unknown keyword, positional arguments,
+  a keyword given twice;
+- a literal of the wrong kind for a parameter (``limit="ten"`` for an ``int``), not a variable:
+  the checker's idea of a variable from an earlier snippet can be stale (a feed that failed half
+  way, or ran unchecked), and ``1.0`` for an ``int`` or ``1`` for a ``bool`` may well be accepted;
+- a coroutine used as a value (a missing ``await``).
+
+Anything else the checker reports (an unknown name, an attribute it cannot see) lets the snippet
+run unchecked: Monty itself raises if it really is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .catalog import render_signature
+from .dispatch import CatalogEntry
+
+SCRIPT_NAME = "run_code.py"
+HEADER = "from typing import Any, Literal\nimport asyncio\nimport json\nimport re\n"
+HELPER_STUBS = """
+def items(x: Any) -> list[Any]: ...
+def names(x: Any) -> list[Any]: ...
+def dig(obj: Any, *path: Any, default: Any = None) -> Any: ...
+def count_by(xs: Any, *path: Any) -> dict[Any, int]: ...
+def to_json(x: Any, indent: int | None = None) -> str: ...
+def shape(x: Any) -> str: ...
+"""
+CALL_SHAPE_RULES = frozenset(
+    {"missing-argument", "unknown-argument", "too-many-positional-arguments", "parameter-already-assigned"}
+)
+_DIAGNOSTIC = re.compile(rf"^{re.escape(SCRIPT_NAME)}:(\d+):(\d+): error\[([\w-]+)\] (.*)$")
+_FUNCTION = re.compile(r"function `([^`]+)`")
+_ARGUMENT_TYPES = re.compile(r"Expected `(.+)`, found `(.+)`$")
+_STR_LITERAL = re.compile(r"^Literal\[(['\"]).*\1\]$")
+_INT_LITERAL = re.compile(r"^Literal\[-?\d+\]$")
+_LITERAL_SOURCE = re.compile(r"\s*(['\"]|-?\d)")
+_NUMERIC = ("int", "float", "bool", "complex", "Any")
+
+
+def type_check_stubs(catalog: Mapping[str, CatalogEntry]) -> str:
+    """Every catalog function's signature (returning ``Any``) and the helpers'."""
+    signatures = "\n".join(render_signature(name, entry.tool) for name, entry in catalog.items())
+    return HEADER + HELPER_STUBS + signatures + "\n"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    line: int
+    column: int
+    rule: str
+    message: str
+
+    @property
+    def function(self) -> str | None:
+        found = _FUNCTION.search(self.message)
+        return found.group(1) if found else None
+
+
+def parse_diagnostics(text: str) -> list[Diagnostic]:
+    """The snippet's errors in ty's ``concise`` format (diagnostics about the stubs are left out)."""
+    found = []
+    for line in text.splitlines():
+        match = _DIAGNOSTIC.match(line.strip())
+        if match:
+            found.append(Diagnostic(int(match[1]), int(match[2]), match[3], match[4]))
+    return found
+
+
+def argument_at(diagnostic: Diagnostic, lines: list[str]) -> tuple[str | None, str]:
+    """(keyword, the source from its value on) of the argument the diagnostic points at."""
+    source = lines[diagnostic.line - 1] if 0 < diagnostic.line <= len(lines) else ""
+    rest = source[max(diagnostic.column - 1, 0) :]
+    keyword = re.match(r"(\w+)\s*=(?!=)\s*", rest)
+    return (keyword[1], rest[keyword.end() :]) if keyword else (None, rest)
+
+
+def is_certain(diagnostic: Diagnostic, lines: list[str], functions: Mapping[str, CatalogEntry]) -> bool:
+    """Whether ``diagnostic`` is sure to be a mistake (the module docstring says which are)."""
+    if "CoroutineType[" in diagnostic.message:
+        return True
+    if diagnostic.function not in functions:
+        return False
+    if diagnostic.rule in CALL_SHAPE_RULES:
+        return True
+    if diagnostic.rule != "invalid-argument-type":
+        return False
+    types = _ARGUMENT_TYPES.search(diagnostic.message)
+    if types is None or not _LITERAL_SOURCE.match(argument_at(diagnostic, lines)[1]):
+        return False  # not a literal written here: the checker's idea of a variable may be stale
+    expected, found = types[1], types[2]
+    if _STR_LITERAL.match(found):
+        return "str" not in expected and "Any" not in expected
+    if _INT_LITERAL.match(found):
+        return not any(kind in expected for kind in _NUMERIC)
+    return False
+
+
+def rejection(text: str, code: str, functions: Mapping[str, CatalogEntry]) -> str | None:
+    """The error result for a snippet the check stops, or ``None`` to let it run unchecked."""
+    lines = code.splitlines()
+    certain = [d for d in parse_diagnostics(text) if is_certain(d, lines, functions)]
+    if not certain:
+        return None
+    listed = [f"- line {d.line}: {_readable(d, lines, functions)}" for d in certain]
+    return "\n".join(
+        [
+            "error: the type check found mistakes before anything ran (no tool was called):",
+            *listed,
+            "Fix them and run the snippet again.",
+        ]
+    )
+
+
+def _readable(diagnostic: Diagnostic, lines: list[str], functions: Mapping[str, CatalogEntry]) -> str:
+    """ty's message with what it leaves implicit: the keyword a wrong value was given for, the
+    keywords a function takes, the missing ``await``."""
+    message = diagnostic.message
+    entry = functions.get(diagnostic.function or "")
+    if diagnostic.rule == "invalid-argument-type" and entry is not None:
+        keyword, _ = argument_at(diagnostic, lines)
+        types = _ARGUMENT_TYPES.search(message)
+        if keyword and types:
+            found = types[2].removeprefix("Literal[").removesuffix("]")
+            return f"{diagnostic.function}(): `{keyword}` must be {types[1]}, not {found}"
+    if diagnostic.rule == "unknown-argument" and entry is not None:
+        accepted = ", ".join(entry.parameters) or "none"
+        return f"{message} (it takes: {accepted})"
+    if "CoroutineType[" in message:
+        return f"{message}: a tool call needs `await` (`result = await tool(...)`)"
+    return message
