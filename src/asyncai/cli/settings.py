@@ -79,6 +79,13 @@ def add_code_options(parser: argparse.ArgumentParser) -> None:
         choices=MUTATION_POLICIES,
         help="nested calls to tools that may change the world: allow (default), ask, deny",
     )
+    group.add_argument(
+        "--no-type-check",
+        dest="type_check",
+        action="store_false",
+        default=None,
+        help="run snippets without checking their tool calls against the stubs first",
+    )
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -134,8 +141,8 @@ class Settings:
             raise UsageError(f"{_option(key)} must be a string or a list of strings, not {value!r}")
         return value
 
-    def switch(self, key: str) -> bool:
-        value = self.get(key, False)
+    def switch(self, key: str, default: bool = False) -> bool:
+        value = self.get(key, default)
         if not isinstance(value, bool):
             raise UsageError(f"{_option(key)} must be true or false, not {value!r}")
         return value
@@ -275,7 +282,10 @@ def sandbox_config(settings: Settings) -> SandboxConfig:
     kind = settings.text("code_sandbox", "auto")
     if kind not in SANDBOX_KINDS:
         raise UsageError(f"--code-sandbox must be one of {', '.join(SANDBOX_KINDS)}, not {kind!r}")
-    return SandboxConfig(kind=cast(SandboxKind, kind), monty_url=settings.text("monty_url"))
+    type_check = settings.switch("type_check", default=True)
+    return SandboxConfig(
+        kind=cast(SandboxKind, kind), monty_url=settings.text("monty_url"), type_check=type_check
+    )
 
 
 def mutation_policy(settings: Settings) -> MutationPolicy:
