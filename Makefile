@@ -45,6 +45,7 @@ bench: $(BENCH_STAMP)
 	$(VENV)/bin/python benchmarks/bench_scale.py
 	$(VENV)/bin/python benchmarks/bench_startup.py
 	$(VENV)/bin/python benchmarks/bench_catalog.py
+	$(VENV)/bin/python benchmarks/bench_type_check.py
 	$(VENV)/bin/python benchmarks/bench_code_mode.py
 
 clean:

@@ -108,3 +108,14 @@ def test_the_refusal_message_without_a_terminal_tells_how_to_allow() -> None:
 def test_deny_refuses_and_the_snippet_can_catch_it() -> None:
     result = asyncai("run-code", "--mcp-stdio", NOTES, "--mutations", "deny", "-c", _notes("x"))
     assert (result.status, result.stdout.strip()) == (0, '["refused"]')
+
+
+def test_ask_in_the_interactive_run_code_repl(tmp_path: Path) -> None:
+    result = _on_a_terminal(
+        ["run-code", "--mcp-stdio", NOTES, "--mutations", "ask", "-i"],
+        "await write_note(text='z')\ny\nawait write_note(text='w')\nn\n/exit\n",
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert '{"stored":"z"}' in result.stdout
+    assert "PermissionError: write_note() was not run: the user refused it" in result.stdout

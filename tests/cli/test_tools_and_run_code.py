@@ -205,3 +205,13 @@ def test_mutations_gate_applies_to_run_code_and_the_agent_too() -> None:
     assert reads.stdout.startswith("ok")
     refused = [json.loads(line) for line in denied.stderr.splitlines() if '"mcp.tool_refused"' in line]
     assert [(e["tool"], e["level"]) for e in refused] == [("write_note", "warn")]
+
+
+def test_no_type_check_lets_a_wrong_call_reach_the_server() -> None:
+    code = "await echo(text=1)"
+    checked = asyncai("run-code", "--mcp-stdio", server_command("t"), "-c", code)
+    assert checked.status == 1 and "the type check found mistakes" in checked.stdout
+    assert "`text` must be str, not 1" in checked.stdout
+    unchecked = asyncai("run-code", "--no-type-check", "--mcp-stdio", server_command("t"), "-c", code)
+    assert unchecked.status == 1 and "the type check" not in unchecked.stdout
+    assert "validation error for echoArguments" in unchecked.stdout  # the server's own answer

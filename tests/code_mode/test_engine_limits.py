@@ -47,7 +47,8 @@ async def test_cancelled_run_code_stops_its_tool_calls_and_the_scope_recovers(
 async def test_suspension_budget_cannot_be_caught_and_counts_refused_calls(fake: FakeExecutor) -> None:
     limits = dataclasses.replace(TEST_LIMITS, max_suspensions=3)
     code = "n = 0\nfor i in range(20):\n    try:\n        await wait(1)\n    except Exception:\n        n += 1\nn"
-    async with CodeModeToolExecutor(fake, limits) as code_mode:
+    # Without the type check, which would stop `wait(1)` before it runs.
+    async with CodeModeToolExecutor(fake, limits, sandbox=SandboxConfig(type_check=False)) as code_mode:
         output = await run(code_mode, code)
     assert output.is_error
     assert "suspension limit exceeded" in output.content

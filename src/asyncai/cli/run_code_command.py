@@ -8,9 +8,17 @@ import ast
 import sys
 from typing import TYPE_CHECKING, TextIO
 
+from .approval import TerminalApprover
 from .blocking import read_in_thread
 from .history import line_editing
-from .settings import Settings, UsageError, add_code_options, add_mcp_options, read_text_file
+from .settings import (
+    Settings,
+    UsageError,
+    add_code_options,
+    add_mcp_options,
+    mutation_policy,
+    read_text_file,
+)
 from .wiring import code_mode_executor
 
 if TYPE_CHECKING:
@@ -55,7 +63,9 @@ def _read_snippet_file(path: str, hint: str | None) -> str:
 async def run(settings: Settings, out: TextIO = sys.stdout) -> int:
     catalog, interactive = settings.switch("catalog"), settings.switch("interactive")
     snippets = [] if catalog or interactive else _snippets(settings)
-    async with code_mode_executor(settings) as executor:
+    # In the interactive REPL a person is at the terminal to approve mutating calls.
+    approver = TerminalApprover() if interactive and mutation_policy(settings) == "ask" else None
+    async with code_mode_executor(settings, approver) as executor:
         if catalog:
             print(executor.tools()[0].description, file=out)
             return 0
