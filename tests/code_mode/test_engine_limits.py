@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from asyncai.code_mode import CodeModeToolExecutor, SandboxConfig
+from asyncai.code_mode import CodeModeToolExecutor, SandboxConfig, repl
 from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor, run
 
 pytestmark = pytest.mark.anyio
@@ -159,3 +159,19 @@ async def test_more_concurrent_threads_than_workers_all_get_one(fake: FakeExecut
 async def test_source_cpython_cannot_parse_is_left_to_monty(code_mode: CodeModeToolExecutor) -> None:
     output = await run(code_mode, "x = " + "-" * 100_000 + "1")  # CPython's parser gives up on this
     assert output.content  # an answer from Monty, not an exception from the host
+
+
+async def test_a_long_lived_repl_stops_type_checking(
+    fake: FakeExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checker re-reads the REPL's history on each feed; after TYPE_CHECKED_SNIPPETS snippets
+    a scope runs them unchecked (the host still validates every call)."""
+    monkeypatch.setattr(repl, "TYPE_CHECKED_SNIPPETS", 2)
+    async with CodeModeToolExecutor(fake, TEST_LIMITS) as code_mode:
+        scope = code_mode.thread_scope("long")
+        first = await run(scope, "await wait(tag='x')")
+        await run(scope, "1")
+        third = await run(scope, "await wait(tag='x')")
+    assert "the type check found mistakes" in first.content
+    assert "the type check" not in third.content
+    assert "missing required keyword argument 'seconds'" in third.content

@@ -27,6 +27,8 @@ from .type_check import rejection, type_check_stubs
 from .variables import BoundVariable, format_note, note_candidates, probe_source, scan_snippet
 
 RUN_CODE = "run_code"
+TYPE_CHECKED_SNIPPETS = 100
+"""Snippets of one REPL that are type-checked; later ones run unchecked (see ``_feed``)."""
 PREAMBLE_FILENAME = "<python-input-0>"  # Monty names the Nth feed of a session <python-input-N>
 
 
@@ -116,6 +118,7 @@ class ReplScope(ToolExecutor):
         self._catalog_version = setup.catalog_version
         self._checked_version = setup.catalog_version
         """The catalog version the session's type-check stubs were made from."""
+        self._checked_snippets = 0
 
     def tools(self) -> list[ToolDefinition]:
         return [self.setup.run_code]
@@ -236,7 +239,13 @@ class ReplScope(ToolExecutor):
         self, session: pm.AsyncMontySession, code: str, dispatcher: SnippetDispatcher, capture: PrintCapture
     ) -> Any:
         # Stubs are fixed at checkout: after a catalog change the scope's snippets run unchecked.
-        checked = self._checked_version == self.setup.catalog_version
+        # The checker re-reads the REPL's history on every feed (45 ms after 300 snippets, measured),
+        # so a long-lived REPL stops checking after TYPE_CHECKED_SNIPPETS.
+        checked = (
+            self._checked_version == self.setup.catalog_version
+            and self._checked_snippets < TYPE_CHECKED_SNIPPETS
+        )
+        self._checked_snippets += checked
         try:
             return await session.feed_run(
                 code,
@@ -316,6 +325,7 @@ class ReplScope(ToolExecutor):
             raise _StateLost(f"the code preamble failed: {_error_text(exc)}") from None
         self._session = session
         self._catalog_version = self._checked_version = self.setup.catalog_version
+        self._checked_snippets = 0
         self.setup.live.add(self)
         return session
 
