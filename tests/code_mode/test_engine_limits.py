@@ -10,6 +10,7 @@ import pytest
 
 from asyncai.code_mode import CodeModeToolExecutor, SandboxConfig, repl
 from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor, run
+from tests.fakes.logs import captured_log
 
 pytestmark = pytest.mark.anyio
 
@@ -35,10 +36,15 @@ async def test_cancelled_run_code_stops_its_tool_calls_and_the_scope_recovers(
     fake.on_call = started.set
     task = asyncio.create_task(run(scope, "x = 1\nawait hang()"))
     await started.wait()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    with captured_log(verbose=True) as stream:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
     assert fake.spans[0].ended, "the nested tool call kept running after the cancel"
+    [cancelled] = [
+        json.loads(line) for line in stream.getvalue().splitlines() if "code_mode.cancelled" in line
+    ]
+    assert "- cut off: hang()" in cancelled["calls"]
     fake.on_call = None
     after = await run(scope, "40 + 2")
     assert (after.content, after.is_error) == ("42", False)

@@ -215,6 +215,10 @@ class ReplScope(ToolExecutor):
             # The run was cancelled from outside (Ctrl-C, shutdown): stop the tool calls the feed
             # started (pydantic-monty does not) and drop the worker the cancelled feed leaves dead.
             dispatcher.cancel_in_flight()
+            report = dispatcher.calls_report()
+            if report is not None:  # nobody reads a result now: the report goes to the log
+                mutated = any(call.mutating for call in dispatcher.calls)
+                log_event("code_mode.cancelled", logging.WARNING if mutated else logging.INFO, calls=report)
             await asyncio.shield(self._reset(discard=True))
             raise
         except _TypeCheckRejected as exc:
