@@ -119,3 +119,13 @@ def test_ask_in_the_interactive_run_code_repl(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert '{"stored":"z"}' in result.stdout
     assert "PermissionError: write_note() was not run: the user refused it" in result.stdout
+
+
+def test_gathered_mutating_calls_are_asked_one_at_a_time(tmp_path: Path) -> None:
+    code = "await asyncio.gather(*[write_note(text=t) for t in 'pqr'])"
+    result = _on_a_terminal(
+        ["run-code", "--mcp-stdio", NOTES, "--mutations", "ask", "-i"], f"{code}\nA\n/exit\n", tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count(QUESTION) == 1  # A settled the two calls that were waiting
+    assert '[{"stored":"p"},{"stored":"q"},{"stored":"r"}]' in result.stdout

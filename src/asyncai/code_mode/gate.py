@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -71,6 +71,8 @@ class MutationGate:
     policy: MutationPolicy = "allow"
     approver: Approver | None = None
     rest_allowed: bool = False
+    _asking: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Gathered calls are asked about one at a time; an answer can settle the ones still waiting."""
 
     @property
     def open(self) -> bool:
@@ -84,8 +86,11 @@ class MutationGate:
             return DENIED
         if self.approver is None:
             return NOBODY_TO_ASK
-        approval = await self.approver.approve(request)
-        self.rest_allowed = approval.allowed and approval.rest_of_snippet
+        async with self._asking:
+            if self.rest_allowed:
+                return Approval(True)
+            approval = await self.approver.approve(request)
+            self.rest_allowed = approval.allowed and approval.rest_of_snippet
         return approval
 
 

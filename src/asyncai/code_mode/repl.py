@@ -73,6 +73,8 @@ class ScopeSetup:
     approver: Approver | None = None
     """Asked about mutating calls under ``--mutations ask`` when a call brings no approver of its own."""
     on_idle: Callable[[], None] | None = None
+    """Called when a run lets go of its scope: the executor then evicts idle thread REPLs over its
+    limit, so their workers go back to the pool for the runs waiting on one."""
     _stubs: tuple[int, str] | None = None
 
     def type_check_stubs(self) -> str:
@@ -80,9 +82,6 @@ class ScopeSetup:
         if self._stubs is None or self._stubs[0] != self.catalog_version:
             self._stubs = (self.catalog_version, type_check_stubs(self.catalog))
         return self._stubs[1]
-
-    """Called when a run lets go of its scope: the executor then evicts idle thread REPLs over its
-    limit, so their workers go back to the pool for the runs waiting on one."""
 
 
 class _StateLost(Exception):
@@ -250,25 +249,23 @@ class ReplScope(ToolExecutor):
             and self._checked_snippets < TYPE_CHECKED_SNIPPETS
         )
         self._checked_snippets += checked
-        try:
+
+        async def feed(check: bool) -> Any:
             return await session.feed_run(
                 code,
                 external_lookup={HOST_CALL: dispatcher.call},
                 os=dispatcher.deny_os,
                 print_callback=capture,
-                skip_type_check=not checked,
+                skip_type_check=not check,
             )
+
+        try:
+            return await feed(checked)
         except pm.MontyTypingError as exc:
             refused = rejection(exc.display(), code, self.setup.catalog)
             if refused is not None:
                 raise _TypeCheckRejected(refused) from None
-        return await session.feed_run(  # the checker was unsure: Monty decides
-            code,
-            external_lookup={HOST_CALL: dispatcher.call},
-            os=dispatcher.deny_os,
-            print_callback=capture,
-            skip_type_check=True,
-        )
+        return await feed(False)  # the checker was unsure: Monty decides
 
     def _format_error(
         self, text: str, *, state_reset: bool = False, report: str | None = None
