@@ -24,7 +24,14 @@ from .limits import MutationPolicy
 from .preamble import HOST_CALL, INTERNAL_PREFIX, scope_preamble
 from .sandbox import Sandbox, release
 from .type_check import rejection, type_check_stubs
-from .variables import BoundVariable, format_note, note_candidates, probe_source, scan_snippet
+from .variables import (
+    BoundVariable,
+    SnippetScan,
+    format_note,
+    note_candidates,
+    probe_source,
+    scan_snippet,
+)
 
 RUN_CODE = "run_code"
 TYPE_CHECKED_SNIPPETS = 100
@@ -159,8 +166,8 @@ class ReplScope(ToolExecutor):
             await dispatcher.settle()
             return ToolCallOutput(content=result.text, is_error=result.is_error, audit=dispatcher.audit())
 
-    def _refusal(self, code: str) -> tuple[RunCodeText | None, tuple[str, ...]]:
-        """An error for a snippet that must not run, and the names it binds."""
+    def _refusal(self, code: str) -> tuple[RunCodeText | None, SnippetScan]:
+        """An error for a snippet that must not run, and what the scan found."""
         scan = scan_snippet(code, frozenset(self.setup.catalog))
         for name in scan.bound:
             if name in RESERVED_HELPERS:
@@ -174,18 +181,19 @@ class ReplScope(ToolExecutor):
             else:
                 continue
             text = f"error: `{name}` is {kind} and cannot be rebound; pick another name (e.g. `{name}_`)."
-            return RunCodeText(text + " Nothing was run.", is_error=True), scan.bound
+            return RunCodeText(text + " Nothing was run.", is_error=True), scan
         if scan.unawaited:
             call = scan.unawaited[0]
             text = (
                 f"error: `{call}(...)` is called without await, so it would never run. "
                 f"Write `result = await {call}(...)`. Nothing was run."
             )
-            return RunCodeText(text, is_error=True), scan.bound
-        return None, scan.bound
+            return RunCodeText(text, is_error=True), scan
+        return None, scan
 
     async def _run(self, code: str, dispatcher: SnippetDispatcher) -> RunCodeText:
-        refusal, bound = self._refusal(code)
+        refusal, scan = self._refusal(code)
+        bound = scan.bound
         if refusal is not None:
             return refusal
         try:
@@ -198,7 +206,7 @@ class ReplScope(ToolExecutor):
             watch = _worker_watch(session, dispatcher) if local else contextlib.nullcontext()
             async with WallClock(self.limits.wall_timeout) as clock, watch:
                 dispatcher.clock = clock
-                value = await self._feed(session, code, dispatcher, capture)
+                value = await self._feed(session, code, dispatcher, capture, scan.uses_functions)
         except TimeoutError:
             dispatcher.cancel_in_flight()
             await self._reset(discard=True)
@@ -239,13 +247,20 @@ class ReplScope(ToolExecutor):
         )
 
     async def _feed(
-        self, session: pm.AsyncMontySession, code: str, dispatcher: SnippetDispatcher, capture: PrintCapture
+        self,
+        session: pm.AsyncMontySession,
+        code: str,
+        dispatcher: SnippetDispatcher,
+        capture: PrintCapture,
+        names_functions: bool,
     ) -> Any:
+        # Only a snippet that names a catalog function can make a mistake the check is sure of.
         # Stubs are fixed at checkout: after a catalog change the scope's snippets run unchecked.
-        # The checker re-reads the REPL's history on every feed (45 ms after 300 snippets, measured),
-        # so a long-lived REPL stops checking after TYPE_CHECKED_SNIPPETS.
+        # The checker re-reads the REPL's checked history on every feed (45 ms after 300
+        # snippets, measured), so a long-lived REPL stops checking after TYPE_CHECKED_SNIPPETS.
         checked = (
-            self._checked_version == self.setup.catalog_version
+            names_functions
+            and self._checked_version == self.setup.catalog_version
             and self._checked_snippets < TYPE_CHECKED_SNIPPETS
         )
         self._checked_snippets += checked

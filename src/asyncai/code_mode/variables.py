@@ -91,6 +91,8 @@ class SnippetScan:
     """Module-level names it binds."""
     unawaited: tuple[str, ...]
     """Catalog functions (or ``asyncio.gather``) called as statements without ``await``."""
+    uses_functions: bool = True
+    """Whether it names a catalog function (True too when CPython cannot parse it)."""
 
 
 def scan_snippet(code: str, functions: frozenset[str] = frozenset()) -> SnippetScan:
@@ -101,8 +103,10 @@ def scan_snippet(code: str, functions: frozenset[str] = frozenset()) -> SnippetS
     bindings = _ModuleBindings()
     for statement in tree.body:
         bindings.visit(statement)
-    unawaited = [name for node in ast.walk(tree) if (name := _is_bare_tool_call(node, functions))]
-    return SnippetScan(tuple(bindings.names), tuple(dict.fromkeys(unawaited)))
+    nodes = list(ast.walk(tree))
+    unawaited = [name for node in nodes if (name := _is_bare_tool_call(node, functions))]
+    uses = any(isinstance(node, ast.Name) and node.id in functions for node in nodes)
+    return SnippetScan(tuple(bindings.names), tuple(dict.fromkeys(unawaited)), uses)
 
 
 def note_candidates(names: list[str]) -> list[str]:
