@@ -114,41 +114,41 @@ async def test_accepted_patterns_are_not_refused(code_mode: CodeModeToolExecutor
     assert after.content == "pod-0", "rebinding json must not break the tool wrappers"
 
 
-async def test_a_held_thread_scope_is_not_evicted_and_idle_ones_are(code_mode: CodeModeToolExecutor) -> None:
-    busy = code_mode.thread_scope("busy")
-    await run(busy, "mine = 'busy'")
-    with busy.hold():  # the runtime holds a thread's scope for its whole run
-        for number in range(9):
-            await run(code_mode.thread_scope(f"t{number}"), "x = 1")
-        await asyncio.gather(*code_mode._closing)
-        assert code_mode._threads.get("busy") is busy, "a scope in use was evicted"
-        assert (await run(busy, "mine")).content == "busy"
-    assert len(code_mode._threads) == 8
-    assert "t0" not in code_mode._threads and "t1" not in code_mode._threads
-
-
-async def test_a_scope_used_after_eviction_is_still_closed_at_shutdown(fake: FakeExecutor) -> None:
-    async with CodeModeToolExecutor(fake, TEST_LIMITS) as code_mode:
-        stale = code_mode.thread_scope("stale")
-        for number in range(8):
-            code_mode.thread_scope(f"t{number}")
-        await asyncio.gather(*code_mode._closing)
-        assert (await run(stale, "1")).content == "1"  # a forgotten scope gets a worker again
-        assert stale._session is not None
-    assert stale._session is None
+async def test_a_scope_running_a_snippet_is_not_parked_and_idle_ones_are(fake: FakeExecutor) -> None:
+    sandbox = SandboxConfig(max_workers=2, checkout_timeout=10.0)
+    async with CodeModeToolExecutor(fake, TEST_LIMITS, sandbox=sandbox) as code_mode:
+        busy = code_mode.thread_scope("busy")
+        started = asyncio.Event()
+        fake.on_call = started.set
+        running = asyncio.create_task(run(busy, "mine = 'busy'\nawait wait(seconds=0.5)\nmine"))
+        await started.wait()
+        fake.on_call = None
+        for number in range(4):  # they share the one other worker, parking each other
+            assert (await run(code_mode.thread_scope(f"t{number}"), f"x = {number}\nx")).content == str(
+                number
+            )
+            assert busy in code_mode._setup.room.holders and not busy.parked
+        assert (await running).content == "busy"
+        assert code_mode.thread_scope("t0").parked
+        assert (await run(code_mode.thread_scope("t0"), "x")).content == "0"
 
 
 async def test_busy_pool_gives_an_error_instead_of_waiting_forever(fake: FakeExecutor) -> None:
     sandbox = SandboxConfig(max_workers=1, checkout_timeout=0.5)
     async with CodeModeToolExecutor(fake, TEST_LIMITS, sandbox=sandbox) as code_mode:
-        await run(code_mode.thread_scope("a"), "1")
+        started = asyncio.Event()
+        fake.on_call = started.set
+        running = asyncio.create_task(run(code_mode.thread_scope("a"), "await wait(seconds=1.5)"))
+        await started.wait()
         output = await run(code_mode.thread_scope("b"), "1")
+        await running
     assert output.is_error and output.content.startswith("error: could not start the sandbox")
+    assert "every sandbox worker (1) stayed busy running snippets for 0.5 s" in output.content
 
 
 async def test_more_concurrent_threads_than_workers_all_get_one(fake: FakeExecutor) -> None:
-    """A run that ends gives its idle REPL's worker back when more threads than the kept eight
-    exist, so runs waiting for a worker get one instead of timing out (64 --jsonl threads once did)."""
+    """Runs waiting for a worker get one as soon as a snippet ends: the idle REPL is parked for
+    them (64 --jsonl threads once timed out waiting)."""
     sandbox = SandboxConfig(max_workers=9, checkout_timeout=10.0)
     async with CodeModeToolExecutor(fake, TEST_LIMITS, sandbox=sandbox) as code_mode:
 
@@ -159,7 +159,7 @@ async def test_more_concurrent_threads_than_workers_all_get_one(fake: FakeExecut
 
         answers = await asyncio.gather(*(thread(number) for number in range(12)))
         assert answers == [str(number * 2) for number in range(12)]
-        assert len(code_mode.idle_threads()) <= 8
+        assert len(code_mode._setup.room.holders) <= 9
 
 
 async def test_source_cpython_cannot_parse_is_left_to_monty(code_mode: CodeModeToolExecutor) -> None:

@@ -62,6 +62,12 @@ def add_code_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--code-max-calls", type=int, metavar="N", help="nested tool calls per snippet (100)")
     group.add_argument(
+        "--code-max-workers",
+        type=int,
+        metavar="N",
+        help="sandbox worker processes at once; idle REPLs beyond are parked and restored (8)",
+    )
+    group.add_argument(
         "--code-max-result", type=int, metavar="CHARS", help="chars run_code may return (20000)"
     )
     group.add_argument("--code-max-memory", metavar="SIZE", help="heap cap per worker, e.g. 256MiB (4GiB)")
@@ -282,9 +288,11 @@ def sandbox_config(settings: Settings) -> SandboxConfig:
     kind = settings.text("code_sandbox", "auto")
     if kind not in SANDBOX_KINDS:
         raise UsageError(f"--code-sandbox must be one of {', '.join(SANDBOX_KINDS)}, not {kind!r}")
-    type_check = settings.switch("type_check", default=True)
     return SandboxConfig(
-        kind=cast(SandboxKind, kind), monty_url=settings.text("monty_url"), type_check=type_check
+        kind=cast(SandboxKind, kind),
+        monty_url=settings.text("monty_url"),
+        max_workers=settings.count("code_max_workers", 8),
+        type_check=settings.switch("type_check", default=True),
     )
 
 

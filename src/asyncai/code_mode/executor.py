@@ -17,8 +17,7 @@ from .limits import CodeModeLimits, MutationPolicy
 from .repl import RUN_CODE, ReplScope, ScopeSetup
 from .sandbox import Sandbox, SandboxConfig
 from .search import ToolFinder
-
-THREAD_SCOPES = 8  # A10: one REPL per conversation thread, least recently used evicted
+from .workers import WorkerRoom
 
 
 def callable_tools(tools: list[ToolDefinition]) -> list[ToolDefinition]:
@@ -98,8 +97,8 @@ class CodeModeToolExecutor(ToolExecutor):
             operator_preamble=preamble,
             mutations=mutations,
             approver=approver,
+            room=WorkerRoom(self.sandbox.config.max_workers, self.sandbox.config.checkout_timeout),
         )
-        self._setup.on_idle = self._evict_idle
         self._default = ReplScope(self._setup)
         self._threads: OrderedDict[str, ReplScope] = OrderedDict()
         self._closing: set[asyncio.Task[None]] = set()
@@ -149,7 +148,6 @@ class CodeModeToolExecutor(ToolExecutor):
     def thread_scope(self, thread_id: str) -> ReplScope:
         scope = self._threads.pop(thread_id, None) or ReplScope(self._setup)
         self._threads[thread_id] = scope
-        self._evict_idle(keep=thread_id)
         return scope
 
     async def release_thread(self, thread_id: str) -> None:
@@ -162,17 +160,9 @@ class CodeModeToolExecutor(ToolExecutor):
         """Threads whose REPL is not running a snippet, least recently used first."""
         return [thread for thread, scope in self._threads.items() if not scope.busy]
 
-    def _evict_idle(self, keep: str | None = None) -> None:
-        """Close the least recently used idle thread REPLs beyond ``THREAD_SCOPES``."""
-        idle = [thread for thread, scope in self._threads.items() if thread != keep and not scope.busy]
-        for thread in idle[: max(len(self._threads) - THREAD_SCOPES, 0)]:
-            task = asyncio.get_running_loop().create_task(self._threads.pop(thread).aclose())
-            self._closing.add(task)
-            task.add_done_callback(self._closing.discard)
-
     async def aclose(self) -> None:
         """Close every scope that holds a worker (evicted, per-run or forgotten ones too), then the pool."""
         self._threads.clear()
         await asyncio.gather(*self._closing)
-        await asyncio.gather(*(scope.aclose() for scope in [*self._setup.live]))
+        await asyncio.gather(*(scope.aclose() for scope in [*self._setup.room.holders]))
         await self.sandbox.aclose()

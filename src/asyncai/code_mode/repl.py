@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,8 +32,10 @@ from .variables import (
     probe_source,
     scan_snippet,
 )
+from .workers import NoWorker, WorkerRoom
 
 RUN_CODE = "run_code"
+RESTARTED_NOTE = "[the sandbox was restarted: variables from earlier run_code calls are gone]"
 TYPE_CHECKED_SNIPPETS = 100
 """Snippets of one REPL that are type-checked; later ones run unchecked (see ``_feed``)."""
 PREAMBLE_FILENAME = "<python-input-0>"  # Monty names the Nth feed of a session <python-input-N>
@@ -75,13 +77,10 @@ class ScopeSetup:
     mutations: MutationPolicy = "allow"
     finder: Finder | None = None
     catalog_version: int = 0
-    live: set[ReplScope] = field(default_factory=set)
-    """Every scope that holds a worker session: what the executor must close."""
+    room: WorkerRoom = field(default_factory=lambda: WorkerRoom(8, 30.0))
+    """Which scopes hold a worker (what the executor must close), and the bound on how many."""
     approver: Approver | None = None
     """Asked about mutating calls under ``--mutations ask`` when a call brings no approver of its own."""
-    on_idle: Callable[[], None] | None = None
-    """Called when a run lets go of its scope: the executor then evicts idle thread REPLs over its
-    limit, so their workers go back to the pool for the runs waiting on one."""
     _stubs: tuple[int, str] | None = None
 
     def type_check_stubs(self) -> str:
@@ -125,6 +124,11 @@ class ReplScope(ToolExecutor):
         self._checked_version = setup.catalog_version
         """The catalog version the session's type-check stubs were made from."""
         self._checked_snippets = 0
+        self._parked: bytes | None = None
+        """The dumped session of a scope that gave its worker back (``park``)."""
+        self._restarted = False
+        """State was lost (a parked session that would not load): the next result says so."""
+        self.last_used = 0
 
     def tools(self) -> list[ToolDefinition]:
         return [self.setup.run_code]
@@ -139,12 +143,39 @@ class ReplScope(ToolExecutor):
             yield
         finally:
             self._holds -= 1
-            if self._holds == 0 and self.setup.on_idle is not None:
-                self.setup.on_idle()
 
     @property
     def busy(self) -> bool:
         return self._holds > 0 or self._lock.locked()
+
+    @property
+    def running(self) -> bool:
+        return self._lock.locked()
+
+    @property
+    def parked(self) -> bool:
+        return self._parked is not None
+
+    async def park(self) -> bool:
+        """Dump the session and give the worker back; the next snippet restores it on any worker."""
+        if self._lock.locked():
+            return False
+        async with self._lock:
+            session = self._session
+            if session is None:
+                return True
+            try:
+                blob = await session.dump()
+            except Exception as exc:  # a dead or broken session: its state is gone anyway
+                log_event("code_mode.park_failed", logging.WARNING, error=_error_text(exc))
+                await self._reset(discard=True)
+                self._restarted = True
+                return True
+            self._session = None
+            self.setup.room.leave(self)
+            await release(session)
+            self._parked = blob
+            return True
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], *, approver: Approver | None = None
@@ -155,16 +186,24 @@ class ReplScope(ToolExecutor):
         code = arguments.get("code")
         if not isinstance(code, str):
             return ToolCallOutput.error('error: run_code needs {"code": "<python source>"}')
-        async with self._lock:
-            if arguments.get("restart") in (True, "true", "True", 1):
-                await self._reset()
-            gate = MutationGate(self.setup.mutations, approver or self.setup.approver)
-            dispatcher = SnippetDispatcher(
-                self.setup.catalog, self.setup.inner, self.limits, gate, finder=self.setup.finder
-            )
-            result = await self._run(code, dispatcher)
-            await dispatcher.settle()
-            return ToolCallOutput(content=result.text, is_error=result.is_error, audit=dispatcher.audit())
+        self.setup.room.touch(self)
+        try:
+            async with self._lock:
+                if arguments.get("restart") in (True, "true", "True", 1):
+                    await self._reset()
+                gate = MutationGate(self.setup.mutations, approver or self.setup.approver)
+                dispatcher = SnippetDispatcher(
+                    self.setup.catalog, self.setup.inner, self.limits, gate, finder=self.setup.finder
+                )
+                result = await self._run(code, dispatcher)
+                await dispatcher.settle()
+                text = result.text
+                if self._restarted and not arguments.get("restart"):
+                    text = f"{RESTARTED_NOTE}\n{text}"
+                self._restarted = False
+                return ToolCallOutput(content=text, is_error=result.is_error, audit=dispatcher.audit())
+        finally:
+            await self.setup.room.snippet_ended()
 
     def _refusal(self, code: str) -> tuple[RunCodeText | None, SnippetScan]:
         """An error for a snippet that must not run, and what the scan found."""
@@ -323,10 +362,19 @@ class ReplScope(ToolExecutor):
             if self._catalog_version != self.setup.catalog_version:
                 await self._feed_new_wrappers(self._session)
             return self._session
+        room = self.setup.room
+        try:
+            await room.enter(self)
+        except NoWorker as exc:
+            raise _StateLost(str(exc)) from None
         try:
             session = await self.setup.sandbox.checkout(self.setup.type_check_stubs())
         except Exception as exc:
+            room.abandon()
             raise _StateLost(str(exc)) from None
+        room.entered(self)
+        if await self._restore(session):
+            return session
         try:
             await session.feed_run(scope_preamble(self.setup.catalog), skip_type_check=True)
             if self.setup.operator_preamble:
@@ -337,13 +385,34 @@ class ReplScope(ToolExecutor):
                     skip_type_check=True,
                 )
         except Exception as exc:
+            room.leave(self)
             await release(session, discard=True)
             raise _StateLost(f"the code preamble failed: {_error_text(exc)}") from None
         self._session = session
         self._catalog_version = self._checked_version = self.setup.catalog_version
         self._checked_snippets = 0
-        self.setup.live.add(self)
         return session
+
+    async def _restore(self, session: pm.AsyncMontySession) -> bool:
+        """Load the parked session into ``session``; False when there is none or it would not load
+        (the scope then starts afresh and its next result says so)."""
+        blob, self._parked = self._parked, None
+        if blob is None:
+            return False
+        try:
+            await session.load_session(blob)
+        except Exception as exc:
+            log_event("code_mode.restore_failed", logging.WARNING, error=_error_text(exc))
+            self._bound.clear()
+            self._note = None
+            self._restarted = True
+            return False
+        self._session = session
+        self._checked_version = self.setup.catalog_version
+        self._checked_snippets = 0  # the checker starts with no history
+        if self._catalog_version != self.setup.catalog_version:
+            await self._feed_new_wrappers(session)
+        return True
 
     async def _feed_new_wrappers(self, session: pm.AsyncMontySession) -> None:
         """The wrapped servers' tools changed: define the current functions (variables stay)."""
@@ -375,9 +444,10 @@ class ReplScope(ToolExecutor):
 
     async def _reset(self, *, discard: bool = False) -> None:
         session, self._session = self._session, None
+        self._parked = None
         self._bound.clear()
         self._note = None
-        self.setup.live.discard(self)
+        self.setup.room.leave(self)
         if session is not None:
             await release(session, discard=discard)
 

@@ -17,7 +17,8 @@ class SandboxConfigError(Exception):
 class SandboxConfig:
     kind: SandboxKind = "auto"
     monty_url: str | None = None
-    max_workers: int = 16
+    max_workers: int = 8
+    """Sandbox worker processes alive at once (``--code-max-workers``); idle REPLs beyond are parked."""
     checkout_timeout: float = 30.0
     type_check: bool = True
     """Check each snippet against the catalog's stubs before it runs (``--no-type-check``)."""
