@@ -101,8 +101,12 @@ async def run(settings: Settings) -> int:
     # Only the chat has a person at the terminal to ask; -p and --jsonl refuse what needs asking.
     chat = prompt is None and not jsonl
     approver = TerminalApprover() if chat and mutation_policy(settings) == "ask" else None
+    from ..code_mode.state_store import DirectoryStore, default_state_dir
+
+    # A recorded session keeps its threads' REPLs too, so a resumed one still has its variables.
+    store = DirectoryStore(default_state_dir()) if recorder is not None else None
     async with (
-        code_mode_executor(settings, approver) as executor,
+        code_mode_executor(settings, approver, store) as executor,
         OpenAiCompatibleBackend(config) as backend,
     ):
         runtime = Runtime(backend, executor, sessions=recorder)

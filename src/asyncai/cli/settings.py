@@ -72,6 +72,9 @@ def add_code_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--code-max-memory", metavar="SIZE", help="heap cap per worker, e.g. 256MiB (4GiB)")
     group.add_argument(
+        "--code-max-state", metavar="SIZE", help="largest REPL state saved for a resumed session (256MiB)"
+    )
+    group.add_argument(
         "--code-preamble", metavar="PATH", help="Python run in every new REPL after the helpers"
     )
     group.add_argument(
@@ -266,13 +269,18 @@ def server_specs(settings: Settings) -> list[ServerSpec]:
     return specs
 
 
+def _size(settings: Settings, key: str, default: int) -> int:
+    value = settings.get(key)
+    try:
+        return parse_memory(str(value)) if value is not None else default
+    except ValueError as exc:
+        raise UsageError(f"{_option(key)}: {exc}") from None
+
+
 def code_limits(settings: Settings) -> CodeModeLimits:
     defaults = CodeModeLimits()
-    memory = settings.get("code_max_memory")
-    try:
-        max_memory = parse_memory(str(memory)) if memory is not None else defaults.max_memory
-    except ValueError as exc:
-        raise UsageError(f"--code-max-memory: {exc}") from None
+    max_memory = _size(settings, "code_max_memory", defaults.max_memory)
+    max_state = _size(settings, "code_max_state", defaults.max_state)
     return CodeModeLimits(
         code_timeout=settings.number("code_timeout", defaults.code_timeout),
         wall_timeout=settings.number("code_wall_timeout", defaults.wall_timeout),
@@ -280,6 +288,7 @@ def code_limits(settings: Settings) -> CodeModeLimits:
         max_calls=settings.count("code_max_calls", defaults.max_calls),
         max_result_chars=settings.count("code_max_result", defaults.max_result_chars),
         max_memory=max_memory,
+        max_state=max_state,
         catalog_budget=settings.count("catalog_budget", defaults.catalog_budget),
     )
 

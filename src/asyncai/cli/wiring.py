@@ -13,6 +13,7 @@ from .settings import Settings, code_limits, mutation_policy, read_preamble, san
 if TYPE_CHECKING:
     from ..code_mode import CodeModeToolExecutor
     from ..code_mode.gate import Approver
+    from ..code_mode.state_store import StateStore
     from ..tools import McpToolExecutor
 
 
@@ -36,10 +37,11 @@ async def mcp_executor(settings: Settings) -> AsyncIterator[McpToolExecutor]:
 
 @contextlib.asynccontextmanager
 async def code_mode_executor(
-    settings: Settings, approver: Approver | None = None
+    settings: Settings, approver: Approver | None = None, state_store: StateStore | None = None
 ) -> AsyncIterator[CodeModeToolExecutor]:
     """Code mode over the configured servers; ``approver`` decides mutating calls under
-    ``--mutations ask`` (without one they are refused)."""
+    ``--mutations ask`` (without one they are refused); ``state_store`` keeps thread REPLs for
+    resumed sessions."""
     from ..code_mode import CodeModeToolExecutor  # pydantic-monty and the engine: only to run code
 
     limits = code_limits(settings)
@@ -49,7 +51,13 @@ async def code_mode_executor(
     mutations = mutation_policy(settings)
     async with mcp_executor(settings) as inner:
         executor = CodeModeToolExecutor(
-            inner, limits, sandbox=sandbox, preamble=preamble, mutations=mutations, approver=approver
+            inner,
+            limits,
+            sandbox=sandbox,
+            preamble=preamble,
+            mutations=mutations,
+            approver=approver,
+            state_store=state_store,
         )
         try:
             yield executor

@@ -17,6 +17,7 @@ from .limits import CodeModeLimits, MutationPolicy
 from .repl import RUN_CODE, ReplScope, ScopeSetup
 from .sandbox import Sandbox, SandboxConfig
 from .search import ToolFinder
+from .state_store import StateStore
 from .workers import WorkerRoom
 
 
@@ -82,6 +83,7 @@ class CodeModeToolExecutor(ToolExecutor):
         preamble: str | None = None,
         mutations: MutationPolicy = "allow",
         approver: Approver | None = None,
+        state_store: StateStore | None = None,
     ) -> None:
         self.inner = inner
         self.limits = limits or CodeModeLimits()
@@ -98,6 +100,7 @@ class CodeModeToolExecutor(ToolExecutor):
             mutations=mutations,
             approver=approver,
             room=WorkerRoom(self.sandbox.config.max_workers, self.sandbox.config.checkout_timeout),
+            store=state_store,
         )
         self._default = ReplScope(self._setup)
         self._threads: OrderedDict[str, ReplScope] = OrderedDict()

@@ -42,6 +42,8 @@ class CodeModeLimits:
     """Collected ``print()`` output; the rest is counted and dropped."""
     max_memory: int = 4 * GIB
     """Heap cap of each sandbox worker."""
+    max_state: int = 256 * MIB
+    """A REPL whose dump is larger is not saved for a resumed session (``--code-max-state``)."""
     max_recursion: int = 1000
     catalog_budget: int = 16_000
     """Characters of ``run_code`` description; over it the stubs give way to an index (issue 11)."""

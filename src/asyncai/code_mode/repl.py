@@ -12,9 +12,9 @@ from typing import Any
 
 import pydantic_monty as pm
 
-from ..humanize import seconds
+from ..humanize import count, one_line, seconds
 from ..log import log_event
-from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
+from ..tools.types import StateLoad, ToolCallOutput, ToolDefinition, ToolExecutor
 from .catalog import RESERVED_HELPERS
 from .contract import RunCodeText, SnippetOutcome, format_error, format_outcome, hide_frames
 from .dispatch import CatalogEntry, Finder, SnippetDispatcher, refuse_os
@@ -23,6 +23,7 @@ from .host_functions import HOST_FUNCTIONS
 from .limits import MutationPolicy
 from .preamble import HOST_CALL, INTERNAL_PREFIX, scope_preamble
 from .sandbox import Sandbox, release
+from .state_store import SavedScope, StateDiscarded, StateStore, pack, unpack
 from .type_check import rejection, type_check_stubs
 from .variables import (
     BoundVariable,
@@ -35,6 +36,8 @@ from .variables import (
 from .workers import NoWorker, WorkerRoom
 
 RUN_CODE = "run_code"
+STORE_TIMEOUT = 10.0
+"""Seconds any state-store call may take before it counts as failed."""
 RESTARTED_NOTE = "[the sandbox was restarted: variables from earlier run_code calls are gone]"
 TYPE_CHECKED_SNIPPETS = 100
 """Snippets of one REPL that are type-checked; later ones run unchecked (see ``_feed``)."""
@@ -78,6 +81,8 @@ class ScopeSetup:
     finder: Finder | None = None
     catalog_version: int = 0
     room: WorkerRoom = field(default_factory=lambda: WorkerRoom(8, 30.0))
+    store: StateStore | None = None
+    """Where thread REPLs are saved for resumed sessions (``None``: not saved)."""
     """Which scopes hold a worker (what the executor must close), and the bound on how many."""
     approver: Approver | None = None
     """Asked about mutating calls under ``--mutations ask`` when a call brings no approver of its own."""
@@ -96,6 +101,10 @@ class _StateLost(Exception):
 
 class _TypeCheckRejected(Exception):
     """The type check stopped the snippet before anything ran; the message is the error result."""
+
+
+def _describe(exc: BaseException) -> str:
+    return one_line(f"{type(exc).__name__}: {exc}", 300)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -129,6 +138,9 @@ class ReplScope(ToolExecutor):
         self._restarted = False
         """State was lost (a parked session that would not load): the next result says so."""
         self.last_used = 0
+        self._variables: list[BoundVariable] = []
+        self._changed = False
+        """A snippet ran since the state was last saved."""
 
     def tools(self) -> list[ToolDefinition]:
         return [self.setup.run_code]
@@ -187,6 +199,7 @@ class ReplScope(ToolExecutor):
         if not isinstance(code, str):
             return ToolCallOutput.error('error: run_code needs {"code": "<python source>"}')
         self.setup.room.touch(self)
+        self._changed = True
         try:
             async with self._lock:
                 if arguments.get("restart") in (True, "true", "True", 1):
@@ -393,6 +406,63 @@ class ReplScope(ToolExecutor):
         self._checked_snippets = 0
         return session
 
+    async def load_state(self, key: str) -> StateLoad:
+        """Take up the scope saved under ``key``; it is loaded into a worker by the first snippet."""
+        store = self.setup.store
+        if store is None or self._session is not None or self._parked is not None:
+            return "none"
+        try:
+            async with asyncio.timeout(STORE_TIMEOUT):
+                data = await store.load(key)
+        except Exception as exc:  # an unreachable store only means starting empty
+            log_event("state.load_failed", logging.WARNING, session=key, error=_describe(exc))
+            return "none"
+        if data is None:
+            return "none"
+        try:
+            saved = unpack(data)
+        except StateDiscarded as exc:
+            log_event("state.discarded", logging.WARNING, session=key, reason=str(exc))
+            return "discarded"
+        self._parked, self._note, self._bound = saved.dump, saved.note, dict.fromkeys(saved.bound)
+        self._changed = False
+        return "restored"
+
+    async def save_state(self, key: str) -> None:
+        """Save the scope under ``key`` if a snippet ran since the last save; a scope with nothing
+        left (never used, or reset) removes what was saved before."""
+        store = self.setup.store
+        if store is None or not self._changed:
+            return
+        async with self._lock:
+            self._changed = False
+            dump = self._parked
+            if self._session is not None:
+                try:
+                    dump = await self._session.dump()
+                except Exception as exc:
+                    log_event("state.not_saved", logging.WARNING, session=key, reason=_error_text(exc))
+                    return
+        if dump is not None and len(dump) > self.limits.max_state:
+            largest = sorted(self._variables, key=lambda v: v.size, reverse=True)[:3]
+            log_event(
+                "state.not_saved",
+                logging.WARNING,
+                session=key,
+                reason=f"the REPL state is {count(len(dump))} bytes, over --code-max-state "
+                f"({count(self.limits.max_state)})",
+                largest=", ".join(v.describe() for v in largest),
+            )
+            dump = None  # what was saved before is stale now: it goes too
+        try:
+            async with asyncio.timeout(STORE_TIMEOUT):
+                if dump is None:
+                    await store.delete(key)
+                else:
+                    await store.save(key, pack(SavedScope(dump, self._note, tuple(self._bound))))
+        except Exception as exc:
+            log_event("state.not_saved", logging.WARNING, session=key, reason=_describe(exc))
+
     async def _restore(self, session: pm.AsyncMontySession) -> bool:
         """Load the parked session into ``session``; False when there is none or it would not load
         (the scope then starts afresh and its next result says so)."""
@@ -440,6 +510,7 @@ class ReplScope(ToolExecutor):
             return
         variables = [BoundVariable(str(n), str(t), int(s)) for n, t, s in rows or []]
         self._bound = {v.name: None for v in reversed(variables)}
+        self._variables = variables
         self._note = format_note(variables)
 
     async def _reset(self, *, discard: bool = False) -> None:

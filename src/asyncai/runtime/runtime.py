@@ -135,6 +135,7 @@ class _Thread:
     history: list[Message] = field(default_factory=list)
     pending: list[_Pending] = field(default_factory=list)
     worker: asyncio.Task[None] | None = None
+    state_loaded: bool = False
 
 
 def coalesce(texts: Sequence[str]) -> str:
@@ -264,9 +265,16 @@ class Runtime:
                 scope = self.executor
             if session is not None:
                 session.begin_run()
+            restored = False
+            if session is not None and not thread.state_loaded:
+                thread.state_loaded = True  # a resumed session's saved REPL, taken up once
+                restored = await scope.load_state(session.session_id) == "restored"
             try:
                 with scope.hold():  # the thread's REPL is not evicted while this run uses it
-                    notes = [session.note() if session is not None else None, scope.context_note()]
+                    # Restored variables make the "sandbox restarted" note untrue; the variables
+                    # note then says what is still there.
+                    restart = session.note() if session is not None and not restored else None
+                    notes = [restart, scope.context_note()]
                     result = await self.backend.run(
                         history=list(thread.history),
                         user_text=user_text,
@@ -279,6 +287,9 @@ class Runtime:
                 ok = True
             finally:
                 if session is not None:
+                    task = asyncio.current_task()
+                    if task is None or not task.cancelling():  # a cancelled run's REPL was reset
+                        await scope.save_state(session.session_id)
                     session.end_run(ok)
                 if run_scope is not None:
                     await run_scope.aclose()

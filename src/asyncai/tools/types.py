@@ -6,7 +6,7 @@ import abc
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,10 @@ class DuplicateTool:
 ToolsChangedListener = Callable[[], Awaitable[None]]
 
 
+StateLoad = Literal["restored", "none", "discarded"]
+"""``load_state``: the state was taken up, there was none, or it was unusable and dropped."""
+
+
 class ToolExecutor(abc.ABC):
     """Runs tool calls. ``tools()`` is fixed for the executor's life.
 
@@ -104,6 +108,13 @@ class ToolExecutor(abc.ABC):
     def context_note(self) -> str | None:
         """A note for the newest user message of the next run (ADR A11)."""
         return None
+
+    async def load_state(self, key: str) -> StateLoad:
+        """Take up the state saved under ``key`` (a session id) before the first call, if any."""
+        return "none"
+
+    async def save_state(self, key: str) -> None:
+        """Save the executor's state under ``key`` (when a run ends), if it keeps any."""
 
     def resource_servers(self) -> list[str]:
         """Names of the servers that offer MCP resources (the ``resources`` capability)."""

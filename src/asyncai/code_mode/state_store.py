@@ -1,0 +1,125 @@
+"""Saved REPL state: a thread's Monty session (``dump()``) kept under its session id, so a resumed
+conversation still has its variables.
+
+What is stored is an envelope: a magic line, one JSON header line (format, the pydantic-monty
+version that wrote it, the variables note, the bound names) and the dump. A dump from another
+pydantic-monty version, or bytes that are not an envelope, are discarded with a warning: the
+scope starts empty. Nothing in it is ever run as code: the dump goes only to Monty's own
+``load_session``.
+
+``DirectoryStore`` keeps one file per session under ``$XDG_STATE_HOME/asyncai/scopes/`` (else
+``~/.local/state/asyncai/scopes/``), written atomically and readable only by the user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+MAGIC = b"asyncai-scope\n"
+FORMAT = 1
+_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+class StateDiscarded(Exception):
+    """Saved state that cannot be used; the message says why, in one line."""
+
+
+@dataclass(frozen=True)
+class SavedScope:
+    dump: bytes
+    note: str | None = None
+    """The variables note when it was saved: what the model is told is still there."""
+    bound: tuple[str, ...] = ()
+
+
+def monty_version() -> str:
+    import importlib.metadata  # only when a scope is saved or read: the CLI starts without it
+
+    return importlib.metadata.version("pydantic-monty")
+
+
+def pack(saved: SavedScope) -> bytes:
+    header = {"format": FORMAT, "pydantic_monty": monty_version(), "note": saved.note, "bound": saved.bound}
+    return MAGIC + json.dumps(header).encode() + b"\n" + saved.dump
+
+
+def unpack(data: bytes) -> SavedScope:
+    if not data.startswith(MAGIC):
+        raise StateDiscarded("not a saved scope (corrupt or foreign bytes)")
+    header_line, _, dump = data[len(MAGIC) :].partition(b"\n")
+    try:
+        header = json.loads(header_line)
+    except ValueError:
+        raise StateDiscarded("its header is corrupt") from None
+    if not isinstance(header, Mapping) or header.get("format") != FORMAT:
+        raise StateDiscarded(f"it has an unknown format ({str(header)[:60]})")
+    written_by = header.get("pydantic_monty")
+    if written_by != monty_version():
+        raise StateDiscarded(f"it was saved by pydantic-monty {written_by}, this is {monty_version()}")
+    note = header.get("note")
+    bound = header.get("bound")
+    names = tuple(name for name in bound if isinstance(name, str)) if isinstance(bound, list) else ()
+    return SavedScope(dump, note if isinstance(note, str) else None, names)
+
+
+class StateStore(Protocol):
+    """Where saved scopes live; every call is bounded in time by the caller."""
+
+    async def load(self, key: str) -> bytes | None: ...
+
+    async def save(self, key: str, data: bytes) -> None: ...
+
+    async def delete(self, key: str) -> None: ...
+
+
+def default_state_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    home = Path(environ.get("HOME", "~")).expanduser()
+    base = Path(environ["XDG_STATE_HOME"]) if environ.get("XDG_STATE_HOME") else home / ".local" / "state"
+    return base / "asyncai" / "scopes"
+
+
+class DirectoryStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _path(self, key: str) -> Path:
+        if not _KEY.match(key):
+            raise ValueError(f"not a usable state key: {key!r}")
+        return self.root / f"{key}.scope"
+
+    async def load(self, key: str) -> bytes | None:
+        path = self._path(key)
+        try:
+            return await asyncio.to_thread(path.read_bytes)
+        except FileNotFoundError:
+            return None
+
+    async def save(self, key: str, data: bytes) -> None:
+        await asyncio.to_thread(self._write, self._path(key), data)
+
+    def _write(self, path: Path, data: bytes) -> None:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")  # mode 0600
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+
+    async def delete(self, key: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            await asyncio.to_thread(self._path(key).unlink)

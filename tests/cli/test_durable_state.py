@@ -1,0 +1,102 @@
+"""A thread's REPL outlives the process: ``asyncai -p`` then ``asyncai --resume <id> -p`` in a new
+process still has the variables; a corrupt or foreign saved scope gives a warning and an empty
+scope, and a state over ``--code-max-state`` is not saved."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from asyncai.code_mode.state_store import MAGIC, default_state_dir
+from tests.cli.conftest import CliResult
+from tests.cli.test_sessions import ask, session_of
+from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
+
+RESTARTED = "[the sandbox was restarted: variables from earlier run_code calls are gone]"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    directory = tmp_path / "project"
+    directory.mkdir()
+    return directory
+
+
+def _bind(project: Path, code: str = "pods = list(range(80))\nlen(pods)") -> str:
+    with ScriptedOpenAI([tool_reply(call("run_code", {"code": code})), text_reply("bound")]) as model:
+        result = ask(model, project, "-p", "bind them")
+    assert result.status == 0, result.stderr
+    return session_of(result)
+
+
+def _resume(project: Path, session: str, *extra: str) -> tuple[CliResult, list[dict[str, Any]]]:
+    script = [tool_reply(call("run_code", {"code": "sum(pods)"})), text_reply("done")]
+    with ScriptedOpenAI(script) as model:
+        result = ask(model, project, "--resume", session, "-p", "add them up", *extra)
+        return result, model.requests
+
+
+def _saved(session: str) -> Path:
+    return default_state_dir(os.environ) / f"{session}.scope"
+
+
+def test_variables_survive_a_resume_in_a_new_process(project: Path) -> None:
+    session = _bind(project)
+    saved = _saved(session)
+    assert saved.read_bytes().startswith(MAGIC)
+    assert saved.stat().st_mode & 0o777 == 0o600
+
+    result, requests = _resume(project, session)
+    assert result.status == 0, result.stderr
+    first_user = requests[0]["messages"][-1]["content"]
+    assert "[run_code variables still in scope: pods: list[80]]" in first_user
+    assert RESTARTED not in first_user
+    assert json.loads(requests[1]["messages"][-1]["content"]) == sum(range(80))
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"not a scope at all", "not a saved scope"),
+        (MAGIC + b'{"format": 1, "pydantic_monty": "0.0.1", "note": null, "bound": []}\n' + b"x", "0.0.1"),
+    ],
+    ids=["corrupt", "foreign-version"],
+)
+def test_a_corrupt_or_foreign_saved_scope_is_a_warning_and_an_empty_scope(
+    project: Path, content: bytes, reason: str
+) -> None:
+    session = _bind(project)
+    _saved(session).write_bytes(content)
+    result, requests = _resume(project, session)
+    assert result.status == 0, result.stderr
+    [warning] = [json.loads(line) for line in result.stderr.splitlines() if "state.discarded" in line]
+    assert warning["level"] == "warn" and reason in warning["reason"]
+    assert RESTARTED in requests[0]["messages"][-1]["content"]
+    assert "NameError" in requests[1]["messages"][-1]["content"]
+
+
+def test_a_dump_that_does_not_load_restarts_the_sandbox_and_says_so(project: Path) -> None:
+    session = _bind(project)
+    saved = _saved(session)
+    header, _, _ = saved.read_bytes()[len(MAGIC) :].partition(b"\n")
+    saved.write_bytes(MAGIC + header + b"\n" + b"\x00garbage that is no monty dump")
+    result, requests = _resume(project, session)
+    assert result.status == 0, result.stderr
+    assert "code_mode.restore_failed" in result.stderr
+    tool_result = requests[1]["messages"][-1]["content"]
+    assert tool_result.startswith(RESTARTED) and "NameError" in tool_result
+
+
+def test_a_state_over_the_cap_is_not_saved_and_the_largest_variables_are_named(project: Path) -> None:
+    code = "big = 'x' * (2 * 1024 * 1024)\nsmall = [1, 2]\nlen(big)"
+    with ScriptedOpenAI([tool_reply(call("run_code", {"code": code})), text_reply("ok")]) as model:
+        result = ask(model, project, "-p", "make it big", "--code-max-state", "1MiB")
+    assert result.status == 0, result.stderr
+    session = session_of(result)
+    [warning] = [json.loads(line) for line in result.stderr.splitlines() if "state.not_saved" in line]
+    assert "over --code-max-state" in warning["reason"] and warning["largest"].startswith("big: str[2097152]")
+    assert not _saved(session).exists()
