@@ -46,6 +46,7 @@ bench: $(BENCH_STAMP)
 	$(VENV)/bin/python benchmarks/bench_startup.py
 	$(VENV)/bin/python benchmarks/bench_catalog.py
 	$(VENV)/bin/python benchmarks/bench_type_check.py
+	$(VENV)/bin/python benchmarks/bench_state.py
 	$(VENV)/bin/python benchmarks/bench_code_mode.py
 
 clean:

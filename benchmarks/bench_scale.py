@@ -1,6 +1,6 @@
 """Scale (issue 12, scenario 6): many threads through ``asyncai --jsonl`` against a zero-latency model.
 
-    .venv/bin/python benchmarks/bench_scale.py [--threads 64] [--compare 8,16] [--reps 3] [--no-save]
+    .venv/bin/python benchmarks/bench_scale.py [--threads 64] [--compare 8,16,200] [--reps 3] [--no-save]
 
 The real command line as a user runs it: ``asyncai --jsonl --no-session`` with the bench stdio
 server (``benchmarks/bench_server.py``) as its one MCP server, and a scripted OpenAI-compatible
@@ -352,23 +352,27 @@ def measure(model: ScriptedOpenAI, threads: int, reps: int) -> Row:
 
 
 NOTES = """\
-Each thread is one run of three model requests against a scripted model on loopback that answers at
-once: `run_code` (`s = await sales(region=...)`, the total kept in `total`), `run_code`
-(`[n, total, (await ping())["ok"]]`, using the first snippet's variables), then that result as the
-reply, which is checked against the expected value for every thread. The command is `asyncai --jsonl
---no-session --mcp-stdio "python benchmarks/bench_server.py"` with the default pool (16 workers at
-most, a REPL per thread, the 8 most recently used kept). Each repetition is a fresh process and one
-warm-up run; the time is from writing all the lines to the last reply line, and runs/s is threads
-over the median time. Memory is the sum of RSS over the whole process tree (asyncai, its `monty`
-workers, the MCP server), sampled every 20 ms (shared pages count once per process); "after warm-up"
-is the same sum before the burst. The scripted model runs in the benchmark's own process and is not
-counted. A repetition with a wrong or missing reply is reported and not repeated."""
+Each thread is one run of three model requests against a scripted model on loopback that answers
+at once: `run_code` (`s = await sales(region=...)`, the total kept in `total`), `run_code`
+(`[n, total, (await ping())["ok"]]`, using the first snippet's variables), then that result as
+the reply, which is checked against the expected value for every thread. The command is
+`asyncai --jsonl --no-session --mcp-stdio "python benchmarks/bench_server.py"` with the default
+`--code-max-workers 8`: a REPL per thread, at most 8 holding a worker, idle ones parked and
+restored (so 200 threads run on 8 workers and keep their variables). Each repetition is a fresh
+process and one warm-up run; the time is from writing all the lines to the last reply line, and
+runs/s is threads over the median time. Memory is the sum of RSS over the whole process tree
+(asyncai, its `monty` workers, the MCP server), sampled every 20 ms (shared pages count once per
+process); "after warm-up" is the same sum before the burst. The scripted model runs in the
+benchmark's own process and is not counted. A repetition with a wrong or missing reply is
+reported and not repeated."""
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=64)
-    parser.add_argument("--compare", default="8,16", help="comma-separated thread counts for comparison rows")
+    parser.add_argument(
+        "--compare", default="8,16,200", help="thread counts for comparison rows, comma-separated"
+    )
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--no-save", action="store_true", help="print only; leave results.json alone")
     args = parser.parse_args()

@@ -1,0 +1,77 @@
+"""Parking and restoring REPL state (issue 14): time against the state's size, and the saved
+envelope's size.
+
+    .venv/bin/python benchmarks/bench_state.py [--runs N] [--no-save]
+
+A REPL holds a list of N records (about 100 bytes each); ``park`` dumps the session and returns the
+worker, the next snippet restores it on a worker. The baseline of the restore row is the same
+snippet in a REPL that was not parked. Runs per second with 200 threads on 8 workers are in the
+scale section (``bench_scale.py --threads 200``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from asyncai.code_mode import CodeModeToolExecutor
+from asyncai.code_mode.repl import ReplScope
+from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
+from report import Row, Stats, save_section, timed_async
+
+SIZES = (0, 10_000, 100_000, 1_000_000)
+
+
+class NoTools(ToolExecutor):
+    def tools(self) -> list[ToolDefinition]:
+        return []
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput:
+        return ToolCallOutput.error("no tools")
+
+
+async def measure(runs: int) -> list[Row]:
+    rows: list[Row] = []
+    async with CodeModeToolExecutor(NoTools()) as code_mode:
+        for size in SIZES:
+            scope = code_mode.thread_scope(f"s{size}")
+            build = (
+                f"data = [{{'n': i, 'name': 'item-' + str(i), 'pad': 'x' * 60}} for i in range({size})]\n"
+                "len(data)"
+            )
+            assert (await scope.call_tool("run_code", {"code": build})).content == str(size)
+            parks: list[float] = []
+            restores: list[float] = []
+            warm: list[float] = []
+
+            async def length(scope: ReplScope = scope, size: int = size) -> None:
+                assert (await scope.call_tool("run_code", {"code": "len(data)"})).content == str(size)
+
+            for _ in range(runs):
+                warm.append(await timed_async(length))
+                parks.append(await timed_async(scope.park))
+                restores.append(await timed_async(length))
+            await scope.park()
+            dumped = len(scope._parked or b"")
+            label = f"{size:,} records"
+            rows.append(Row("park", label, Stats.of(parks), note=f"dump {dumped / 2**20:.1f} MiB"))
+            rows.append(
+                Row("restore", f"{label}: next snippet", Stats.of(restores), "not parked", Stats.of(warm))
+            )
+            await code_mode.release_thread(f"s{size}")
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--no-save", action="store_true", help="print only; leave results.json alone")
+    args = parser.parse_args()
+    rows = asyncio.run(measure(args.runs))
+    notes = "In-process, one REPL per size; the snippet after a park restores the session on a worker."
+    save_section("state", "Parking and restoring REPL state (issue 14)", rows, notes, save=not args.no_save)
+
+
+if __name__ == "__main__":
+    main()
