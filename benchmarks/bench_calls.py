@@ -14,7 +14,6 @@ by the ``mcp`` SDK's ``ClientSession.call_tool`` on that same session, in CPytho
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
@@ -24,7 +23,7 @@ from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
 from asyncai.tools.mcp_client import McpToolExecutor
 from asyncai.tools.specs import stdio_spec
 from bench_server import RECORDS_PER_10_MB
-from report import Row, save_section, side_by_side
+from report import Row, arguments, save_section, side_by_side
 
 SERVER = f"bench={sys.executable} {Path(__file__).resolve().with_name('bench_server.py')}"
 SEQUENTIAL = 1_000
@@ -113,10 +112,7 @@ async def measure(runs: int) -> list[Row]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--no-save", action="store_true", help="print only; leave results.json alone")
-    args = parser.parse_args()
+    args = arguments(7).parse_args()
     rows = asyncio.run(measure(args.runs))
     notes = "Programs run through `run_code`:\n\n" + "\n\n".join(
         f"```python\n{code}\n```" for code in PROGRAMS.values()

@@ -11,14 +11,13 @@ scale section (``bench_scale.py --threads 200``).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 from typing import Any
 
 from asyncai.code_mode import CodeModeToolExecutor
 from asyncai.code_mode.repl import ReplScope
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
-from report import Row, Stats, save_section, timed_async
+from report import Row, Stats, arguments, save_section, timed_async
 
 SIZES = (0, 10_000, 100_000, 1_000_000)
 
@@ -64,10 +63,7 @@ async def measure(runs: int) -> list[Row]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--no-save", action="store_true", help="print only; leave results.json alone")
-    args = parser.parse_args()
+    args = arguments(5).parse_args()
     rows = asyncio.run(measure(args.runs))
     notes = "In-process, one REPL per size; the snippet after a park restores the session on a worker."
     save_section("state", "Parking and restoring REPL state (issue 14)", rows, notes, save=not args.no_save)

@@ -9,7 +9,6 @@ one with ``--no-type-check``, measured alternately. Catalogs of 10 and 1,000 too
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import sys
@@ -18,7 +17,7 @@ from typing import Any
 
 import psutil  # type: ignore[import-untyped]
 
-from report import Row, Stats, save_section, side_by_side, timed_async
+from report import Row, Stats, arguments, save_section, side_by_side, timed_async
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -120,10 +119,7 @@ async def measure(runs: int) -> list[Row]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--no-save", action="store_true", help="print only; leave results.json alone")
-    args = parser.parse_args()
+    args = arguments(5).parse_args()
     rows = asyncio.run(measure(args.runs))
     notes = (
         "In-memory tools (no MCP server), so the rows show the check itself. Only snippets that name a "

@@ -9,6 +9,7 @@ the ratio. Targets are what the issue aims for; a benchmark reports and never fa
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import importlib.metadata
 import json
@@ -89,6 +90,14 @@ async def side_by_side(
         mine.append(await timed_async(ours))
         base.append(await timed_async(theirs))
     return Stats.of(mine), Stats.of(base)
+
+
+def arguments(runs: int, description: str | None = None) -> argparse.ArgumentParser:
+    """The options every benchmark takes: ``--runs N`` and ``--no-save``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--runs", type=int, default=runs, help=f"measured runs per row ({runs})")
+    parser.add_argument("--no-save", action="store_true", help="print only; leave results.json alone")
+    return parser
 
 
 def seconds(value: float) -> str:

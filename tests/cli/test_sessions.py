@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from asyncai.code_mode.state_store import default_state_dir
 from asyncai.transcripts import RESTART_NOTE
 from tests.cli.conftest import SIMPLE, CliResult, asyncai
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
@@ -148,6 +149,9 @@ def test_resume_sends_the_same_messages_and_continues_the_file(
     project: Path, claude_dir: Path, http_url: str
 ) -> None:
     session_id, first_requests = record_first_session(project, http_url)
+    # As for a session recorded before REPL state was saved (tests/cli/test_durable_state.py has
+    # the restored case): the sandbox starts empty, and the prompt says so.
+    (default_state_dir(os.environ) / f"{session_id}.scope").unlink()
     with ScriptedOpenAI([text_reply("Still two.")]) as model:
         result = ask(model, project, "--resume", session_id, "-p", "how many calls?")
         [request] = model.requests

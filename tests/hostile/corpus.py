@@ -257,7 +257,7 @@ RESOURCES = [
     ),
     err(
         "alloc-gradual-dict",
-        "d = {}\ni = 0\nwhile True:\n    d[i] = str(i) * 50\n    i += 1",
+        "d = {}\ni = 0\nwhile True:\n    d[i] = str(i) * 2000\n    i += 1",
         MEMORY,
         deadline=LOOP,
     ),
