@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from asyncai.code_mode.state_store import MAGIC, default_state_dir
-from tests.cli.conftest import CliResult
+from tests.cli.conftest import BIN, SIMPLE, CliResult
 from tests.cli.test_sessions import ask, session_of
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
+from tests.fakes.redis import redis_server
 
 RESTARTED = "[the sandbox was restarted: variables from earlier run_code calls are gone]"
 
@@ -100,3 +102,52 @@ def test_a_state_over_the_cap_is_not_saved_and_the_largest_variables_are_named(p
     [warning] = [json.loads(line) for line in result.stderr.splitlines() if "state.not_saved" in line]
     assert "over --code-max-state" in warning["reason"] and warning["largest"].startswith("big: str[2097152]")
     assert not _saved(session).exists()
+
+
+def test_variables_survive_a_resume_through_redis(project: Path, tmp_path: Path) -> None:
+    with redis_server(tmp_path) as redis:
+        store = ("--state-store", redis.url)
+        script = [tool_reply(call("run_code", {"code": "pods = list(range(80))"})), text_reply("bound")]
+        with ScriptedOpenAI(script) as model:
+            first = ask(model, project, "-p", "bind them", *store)
+        assert first.status == 0, first.stderr
+        session = session_of(first)
+        assert not _saved(session).exists()  # in Redis, not in the state directory
+        result, requests = _resume(project, session, *store)
+    assert result.status == 0, result.stderr
+    assert "pods: list[80]" in requests[0]["messages"][-1]["content"]
+    assert json.loads(requests[1]["messages"][-1]["content"]) == sum(range(80))
+
+
+def test_redis_that_goes_away_gives_warnings_and_an_unreachable_one_a_one_line_error(
+    project: Path, tmp_path: Path
+) -> None:
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
+        if body["messages"][-1]["role"] == "tool":
+            return text_reply(body["messages"][-1]["content"])
+        return tool_reply(call("run_code", {"code": "x = 1\nx"}))
+
+    with redis_server(tmp_path) as redis, ScriptedOpenAI([answer] * 4) as model:
+        process = subprocess.Popen(
+            [str(BIN / "asyncai"), "--jsonl", "--base-url", model.base_url, "--model", "m",
+             "--mcp-stdio", SIMPLE, "--state-store", redis.url],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=project,
+        )  # fmt: skip
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write('{"thread": "a", "text": "one"}\n')
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["reply"] == "1"
+        redis.stop()  # Redis goes away between two runs of a live process
+        process.stdin.write('{"thread": "b", "text": "two"}\n')
+        process.stdin.close()
+        assert json.loads(process.stdout.readline())["reply"] == "1"
+        assert process.wait(timeout=60) == 0
+        stderr = process.stderr.read() if process.stderr else ""
+    warnings = [json.loads(line) for line in stderr.splitlines() if "state.not_saved" in line]
+    assert warnings and all(w["level"] == "warn" for w in warnings)
+
+    with ScriptedOpenAI([]) as model:
+        result = ask(model, project, "-p", "hi", "--state-store", redis.url)
+    assert result.status == 2
+    assert result.stderr.strip().startswith(f"asyncai: cannot reach state store {redis.url}")
+    assert len(result.stderr.strip().splitlines()) == 1

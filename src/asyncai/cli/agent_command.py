@@ -7,6 +7,7 @@ All four run the same ``Runtime`` over the same code-mode executor: the model's 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import uuid
@@ -18,7 +19,7 @@ from ..runtime import RunReply, RunRequest, Runtime
 from .approval import TerminalApprover
 from .blocking import read_in_thread
 from .history import line_editing
-from .sessions import SessionRecorder, add_session_options, session_recorder
+from .sessions import SessionRecorder, add_session_options, session_recorder, state_store
 from .settings import (
     Settings,
     UsageError,
@@ -101,14 +102,13 @@ async def run(settings: Settings) -> int:
     # Only the chat has a person at the terminal to ask; -p and --jsonl refuse what needs asking.
     chat = prompt is None and not jsonl
     approver = TerminalApprover() if chat and mutation_policy(settings) == "ask" else None
-    from ..code_mode.state_store import DirectoryStore, default_state_dir
-
     # A recorded session keeps its threads' REPLs too, so a resumed one still has its variables.
-    store = DirectoryStore(default_state_dir()) if recorder is not None else None
-    async with (
-        code_mode_executor(settings, approver, store) as executor,
-        OpenAiCompatibleBackend(config) as backend,
-    ):
+    store = await state_store(settings) if recorder is not None else None
+    async with contextlib.AsyncExitStack() as closing:
+        if store is not None:
+            closing.push_async_callback(store.aclose)  # closed last, after the REPLs are saved
+        executor = await closing.enter_async_context(code_mode_executor(settings, approver, store))
+        backend = await closing.enter_async_context(OpenAiCompatibleBackend(config))
         runtime = Runtime(backend, executor, sessions=recorder)
         try:
             if jsonl:

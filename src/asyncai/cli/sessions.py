@@ -9,6 +9,7 @@ import os
 import sys
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..log import log_event, logger
 from ..transcripts import (
@@ -24,6 +25,11 @@ from ..transcripts import (
     session_path,
 )
 from .settings import Settings, UsageError
+
+if TYPE_CHECKING:
+    from ..code_mode.state_store import StateStore
+
+DEFAULT_STATE_TTL = 24 * 3600.0
 
 NO_SESSION_HINT = "pass --no-session to run without recording"
 
@@ -42,6 +48,15 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
     )
     choice.add_argument("--session-id", metavar="UUID", help="record the new session under this id")
     group.add_argument("--no-session", action="store_true", default=None, help="do not record this session")
+    group.add_argument(
+        "--state-store",
+        metavar="DIR|URL",
+        help="where recorded sessions keep their REPL state: a directory, or redis://HOST:PORT/DB "
+        "(default $XDG_STATE_HOME/asyncai/scopes)",
+    )
+    group.add_argument(
+        "--state-ttl", type=float, metavar="SECONDS", help="saved REPL state expires this long after (86400)"
+    )
 
 
 def working_directory() -> str:
@@ -153,3 +168,20 @@ def _unwritable(directory: Path) -> str | None:
     except OSError as exc:
         return exc.strerror or str(exc)
     return None if os.access(directory, os.W_OK) else "not writable"
+
+
+async def state_store(settings: Settings) -> StateStore:
+    """The store recorded sessions keep their REPL state in, checked now: one that cannot be used
+    is a one-line error before anything starts."""
+    from ..code_mode.state_store import StateStoreError, open_store
+
+    try:
+        store = open_store(settings.text("state_store"), settings.number("state_ttl", DEFAULT_STATE_TTL))
+    except StateStoreError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        await store.check()
+    except StateStoreError as exc:
+        await store.aclose()
+        raise UsageError(str(exc)) from None
+    return store

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ..humanize import one_line
+
 MAGIC = b"asyncai-scope\n"
 FORMAT = 1
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -71,14 +73,23 @@ def unpack(data: bytes) -> SavedScope:
     return SavedScope(dump, note if isinstance(note, str) else None, names)
 
 
+class StateStoreError(Exception):
+    """A state store that cannot be used; the message is one line naming it."""
+
+
 class StateStore(Protocol):
     """Where saved scopes live; every call is bounded in time by the caller."""
+
+    async def check(self) -> None:
+        """Raise ``StateStoreError`` when the store cannot be used (at start-up)."""
 
     async def load(self, key: str) -> bytes | None: ...
 
     async def save(self, key: str, data: bytes) -> None: ...
 
     async def delete(self, key: str) -> None: ...
+
+    async def aclose(self) -> None: ...
 
 
 def default_state_dir(environ: Mapping[str, str] = os.environ) -> Path:
@@ -90,6 +101,15 @@ def default_state_dir(environ: Mapping[str, str] = os.environ) -> Path:
 class DirectoryStore:
     def __init__(self, root: Path) -> None:
         self.root = root
+
+    async def check(self) -> None:
+        try:
+            await asyncio.to_thread(self.root.mkdir, mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StateStoreError(f"cannot use state directory {self.root}: {exc.strerror or exc}") from None
+
+    async def aclose(self) -> None:
+        pass
 
     def _path(self, key: str) -> Path:
         if not _KEY.match(key):
@@ -123,3 +143,48 @@ class DirectoryStore:
     async def delete(self, key: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             await asyncio.to_thread(self._path(key).unlink)
+
+
+class RedisStore:
+    """Saved scopes in Redis (``redis://HOST:PORT/DB``), each expiring ``ttl`` seconds after its
+    last save, so several asyncai processes, on several machines, share them."""
+
+    PREFIX = "asyncai:scope:"
+
+    def __init__(self, url: str, ttl: float, timeout: float = 5.0) -> None:
+        import redis.asyncio as aioredis  # only when Redis is configured
+
+        self.url = url
+        self.ttl = max(int(ttl), 1)
+        self._client = aioredis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+
+    async def check(self) -> None:
+        try:
+            await self._client.ping()
+        except Exception as exc:
+            raise StateStoreError(f"cannot reach state store {self.url}: {one_line(str(exc), 200)}") from None
+
+    async def load(self, key: str) -> bytes | None:
+        data = await self._client.get(self.PREFIX + key)
+        return data.encode() if isinstance(data, str) else data  # str only with decode_responses
+
+    async def save(self, key: str, data: bytes) -> None:
+        await self._client.set(self.PREFIX + key, data, ex=self.ttl)
+
+    async def delete(self, key: str) -> None:
+        await self._client.delete(self.PREFIX + key)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def open_store(location: str | None, ttl: float) -> StateStore:
+    """``redis://``/``rediss://`` URLs are Redis, anything else a directory; ``None`` the default."""
+    if location is None:
+        return DirectoryStore(default_state_dir())
+    if location.startswith(("redis://", "rediss://", "unix://")):
+        try:
+            return RedisStore(location, ttl)
+        except ValueError as exc:
+            raise StateStoreError(f"--state-store {location}: {exc}") from None
+    return DirectoryStore(Path(location).expanduser())
