@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 
@@ -46,8 +47,9 @@ async def test_cancelled_run_code_stops_its_tool_calls_and_the_scope_recovers(
     ]
     assert "- cut off: hang()" in cancelled["calls"]
     fake.on_call = None
-    after = await run(scope, "40 + 2")
-    assert (after.content, after.is_error) == ("42", False)
+    after = await run(scope, "40 + 2")  # the cancel reset the REPL: the next result says so, once
+    assert (after.content, after.is_error) == (f"{repl.RESTARTED_NOTE}\n42", False)
+    assert (await run(scope, "1")).content == "1"
 
 
 async def test_suspension_budget_cannot_be_caught_and_counts_refused_calls(fake: FakeExecutor) -> None:
@@ -182,3 +184,24 @@ async def test_a_long_lived_repl_stops_type_checking(
     assert "the type check found mistakes" in first.content
     assert "the type check" not in fourth.content
     assert "missing required keyword argument 'seconds'" in fourth.content
+
+
+async def test_a_snippet_cancelled_while_it_gets_a_worker_leaks_nothing(fake: FakeExecutor) -> None:
+    async with CodeModeToolExecutor(fake, TEST_LIMITS, sandbox=SandboxConfig(max_workers=1)) as code_mode:
+        room = code_mode._setup.room
+        checking_out = asyncio.Event()
+        real_checkout = code_mode.sandbox.checkout
+
+        async def stuck_checkout(stubs: str | None = None) -> Any:
+            checking_out.set()
+            await asyncio.Event().wait()  # until cancelled
+
+        code_mode.sandbox.checkout = stuck_checkout  # type: ignore[method-assign,assignment]
+        task = asyncio.create_task(run(code_mode.thread_scope("a"), "1"))
+        await checking_out.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert room._reserved == 0 and not room.holders
+        code_mode.sandbox.checkout = real_checkout  # type: ignore[method-assign]
+        assert (await run(code_mode.thread_scope("b"), "2")).content == "2"

@@ -63,6 +63,10 @@ VALID = [
     "x = 1",
     'x = "root:app"\n1 / 0',
     'await get_events(workspace=x, namespace="web")',
+    # A name that held a coroutine, rebound by a snippet the checker did not see (it names no tool).
+    't = list_objects(workspace=ws, resource="pods")',
+    "t = 5",
+    'z = t + 1\nawait get_events(workspace=ws, namespace="web")\nz',
 ]
 
 

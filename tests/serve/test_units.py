@@ -61,7 +61,14 @@ def test_an_approval_question_shows_the_call_compactly() -> None:
     request = ApprovalRequest("delete-object", "delete_object", {"name": "web", "spec": {"x": [1] * 100}})
     text = request.call_text()
     assert text.startswith("delete_object(name='web', spec={\"x\":[1,1,")
-    assert text.endswith("...)") and len(text) < 200
+    assert text.endswith("... (87 more chars))") and len(text) < 200
+
+
+def test_an_approval_question_hides_nothing_silently() -> None:
+    request = ApprovalRequest("d", "d", {"name": "web" + " " * 130 + "; and-prod", "m": {"x": "\u202eevil"}})
+    text = request.call_text()
+    assert "... (25 more chars)" in text  # the hidden tail is announced
+    assert "\u202e" not in text and '"\\u202eevil"' in text  # a bidi override is shown escaped
 
 
 async def test_a_paused_wall_clock_does_not_expire() -> None:

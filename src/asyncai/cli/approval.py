@@ -23,6 +23,8 @@ QUESTION = (
     "[A] every call of this snippet: "
 )
 REFUSED = Approval(False, "the user refused it")
+PROMPT_ARGUMENT_CHARS = 2000
+"""An argument longer than this is cut in the question, saying how much is hidden."""
 
 
 async def _read_answer(question: str) -> str:
@@ -39,7 +41,7 @@ class TerminalApprover:
     async def approve(self, request: ApprovalRequest) -> Approval:
         if request.tool in self.allowed_tools:
             return Approval(True)
-        question = QUESTION.format(call=request.call_text())
+        question = QUESTION.format(call=request.call_text(limit=PROMPT_ARGUMENT_CHARS))
         while True:
             try:
                 answer = (await self._ask(question)).strip()

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol
 
-from ..log import dumps_compact
 from .limits import MutationPolicy
 
 ARGUMENT_PREVIEW_CHARS = 120
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))  # ASCII: nothing that does not print
 
 
 @dataclass(frozen=True)
@@ -30,13 +34,15 @@ class ApprovalRequest:
     """The Python name the snippet called."""
     arguments: Mapping[str, Any]
 
-    def call_text(self) -> str:
-        """``delete_object(workspace='root:app', name='web')``, long values cut."""
+    def call_text(self, limit: int = ARGUMENT_PREVIEW_CHARS) -> str:
+        """``delete_object(workspace='root:app', name='web')``: values longer than ``limit`` cut,
+        saying how much is hidden; characters that do not print (bidi overrides, control
+        characters) escaped, so what a person approves is what runs."""
         parts = []
         for name, value in self.arguments.items():
-            text = repr(value) if isinstance(value, str | int | float | bool) else dumps_compact(value)
-            if len(text) > ARGUMENT_PREVIEW_CHARS:
-                text = text[: ARGUMENT_PREVIEW_CHARS - 3] + "..."
+            text = repr(value) if isinstance(value, str | int | float | bool) else _compact(value)
+            if len(text) > limit:
+                text = f"{text[:limit]}... ({len(text) - limit} more chars)"
             parts.append(f"{name}={text}")
         return f"{self.function}({', '.join(parts)})"
 

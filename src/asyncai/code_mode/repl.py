@@ -180,13 +180,13 @@ class ReplScope(ToolExecutor):
                 blob = await session.dump()
             except Exception as exc:  # a dead or broken session: its state is gone anyway
                 log_event("code_mode.park_failed", logging.WARNING, error=_error_text(exc))
-                await self._reset(discard=True)
+                await asyncio.shield(self._reset(discard=True))
                 self._restarted = True
                 return True
-            self._session = None
+            # The dump is kept before the worker goes: a cancel from here on loses nothing.
+            self._parked, self._session = blob, None
             self.setup.room.leave(self)
-            await release(session)
-            self._parked = blob
+            await asyncio.shield(release(session))
             return True
 
     async def call_tool(
@@ -216,7 +216,7 @@ class ReplScope(ToolExecutor):
                 self._restarted = False
                 return ToolCallOutput(content=text, is_error=result.is_error, audit=dispatcher.audit())
         finally:
-            await self.setup.room.snippet_ended()
+            self.setup.room.poke()
 
     def _refusal(self, code: str) -> tuple[RunCodeText | None, SnippetScan]:
         """An error for a snippet that must not run, and what the scan found."""
@@ -258,7 +258,7 @@ class ReplScope(ToolExecutor):
             watch = _worker_watch(session, dispatcher) if local else contextlib.nullcontext()
             async with WallClock(self.limits.wall_timeout) as clock, watch:
                 dispatcher.clock = clock
-                value = await self._feed(session, code, dispatcher, capture, scan.uses_functions)
+                value = await self._feed(session, code, dispatcher, capture, scan)
         except TimeoutError:
             dispatcher.cancel_in_flight()
             await self._reset(discard=True)
@@ -279,6 +279,7 @@ class ReplScope(ToolExecutor):
                 mutated = any(call.mutating for call in dispatcher.calls)
                 log_event("code_mode.cancelled", logging.WARNING if mutated else logging.INFO, calls=report)
             await asyncio.shield(self._reset(discard=True))
+            self._restarted = True
             raise
         except _TypeCheckRejected as exc:
             return RunCodeText(str(exc), is_error=True)
@@ -304,14 +305,14 @@ class ReplScope(ToolExecutor):
         code: str,
         dispatcher: SnippetDispatcher,
         capture: PrintCapture,
-        names_functions: bool,
+        scan: SnippetScan,
     ) -> Any:
         # Only a snippet that names a catalog function can make a mistake the check is sure of.
         # Stubs are fixed at checkout: after a catalog change the scope's snippets run unchecked.
         # The checker re-reads the REPL's checked history on every feed (45 ms after 300
         # snippets, measured), so a long-lived REPL stops checking after TYPE_CHECKED_SNIPPETS.
         checked = (
-            names_functions
+            scan.uses_functions
             and self._checked_version == self.setup.catalog_version
             and self._checked_snippets < TYPE_CHECKED_SNIPPETS
         )
@@ -329,7 +330,7 @@ class ReplScope(ToolExecutor):
         try:
             return await feed(checked)
         except pm.MontyTypingError as exc:
-            refused = rejection(exc.display(), code, self.setup.catalog)
+            refused = rejection(exc.display(), code, self.setup.catalog, scan.bound)
             if refused is not None:
                 raise _TypeCheckRejected(refused) from None
         return await feed(False)  # the checker was unsure: Monty decides
@@ -380,31 +381,42 @@ class ReplScope(ToolExecutor):
             await room.enter(self)
         except NoWorker as exc:
             raise _StateLost(str(exc)) from None
+        version = self.setup.catalog_version  # the stubs below are made from this catalog
         try:
             session = await self.setup.sandbox.checkout(self.setup.type_check_stubs())
-        except Exception as exc:
+        except BaseException as exc:  # a cancel too: the reservation must not leak
             room.abandon()
+            if not isinstance(exc, Exception):
+                raise
             raise _StateLost(str(exc)) from None
         room.entered(self)
-        if await self._restore(session):
-            return session
         try:
-            await session.feed_run(scope_preamble(self.setup.catalog), skip_type_check=True)
-            if self.setup.operator_preamble:
-                await session.feed_run(
-                    self.setup.operator_preamble,
-                    os=refuse_os,
-                    print_callback=_discard_print,
-                    skip_type_check=True,
-                )
-        except Exception as exc:
+            if not await self._restore(session):
+                await self._start(session)
+        except BaseException as exc:
             room.leave(self)
-            await release(session, discard=True)
+            await asyncio.shield(release(session, discard=True))
+            if not isinstance(exc, Exception):
+                raise
             raise _StateLost(f"the code preamble failed: {_error_text(exc)}") from None
         self._session = session
-        self._catalog_version = self._checked_version = self.setup.catalog_version
-        self._checked_snippets = 0
+        self._checked_version = version
+        self._checked_snippets = 0  # a new checker: no history
+        if self._catalog_version != self.setup.catalog_version:
+            await self._feed_new_wrappers(session)  # restored wrappers and helpers are replaced
         return session
+
+    async def _start(self, session: pm.AsyncMontySession) -> None:
+        """A fresh REPL: the helpers, one wrapper per tool, the operator's preamble."""
+        await session.feed_run(scope_preamble(self.setup.catalog), skip_type_check=True)
+        if self.setup.operator_preamble:
+            await session.feed_run(
+                self.setup.operator_preamble,
+                os=refuse_os,
+                print_callback=_discard_print,
+                skip_type_check=True,
+            )
+        self._catalog_version = self.setup.catalog_version
 
     async def load_state(self, key: str) -> StateLoad:
         """Take up the scope saved under ``key``; it is loaded into a worker by the first snippet."""
@@ -425,24 +437,29 @@ class ReplScope(ToolExecutor):
             log_event("state.discarded", logging.WARNING, session=key, reason=str(exc))
             return "discarded"
         self._parked, self._note, self._bound = saved.dump, saved.note, dict.fromkeys(saved.bound)
+        # The dump holds the saving process's helpers and wrappers: this process's replace them.
+        self._catalog_version = -1
         self._changed = False
         return "restored"
 
     async def save_state(self, key: str) -> None:
         """Save the scope under ``key`` if a snippet ran since the last save; a scope with nothing
-        left (never used, or reset) removes what was saved before."""
+        left (never used, or reset) removes what was saved before. A failed save is tried again
+        after the next run."""
         store = self.setup.store
         if store is None or not self._changed:
             return
-        async with self._lock:
-            self._changed = False
-            dump = self._parked
-            if self._session is not None:
-                try:
-                    dump = await self._session.dump()
-                except Exception as exc:
-                    log_event("state.not_saved", logging.WARNING, session=key, reason=_error_text(exc))
-                    return
+        try:
+            async with self._lock:
+                dump = self._parked
+                if self._session is not None:
+                    try:
+                        dump = await self._session.dump()
+                    except Exception as exc:
+                        log_event("state.not_saved", logging.WARNING, session=key, reason=_error_text(exc))
+                        return
+        finally:
+            self.setup.room.poke()
         if dump is not None and len(dump) > self.limits.max_state:
             largest = sorted(self._variables, key=lambda v: v.size, reverse=True)[:3]
             log_event(
@@ -462,26 +479,24 @@ class ReplScope(ToolExecutor):
                     await store.save(key, pack(SavedScope(dump, self._note, tuple(self._bound))))
         except Exception as exc:
             log_event("state.not_saved", logging.WARNING, session=key, reason=_describe(exc))
+            return
+        self._changed = False
 
     async def _restore(self, session: pm.AsyncMontySession) -> bool:
         """Load the parked session into ``session``; False when there is none or it would not load
         (the scope then starts afresh and its next result says so)."""
-        blob, self._parked = self._parked, None
-        if blob is None:
+        if self._parked is None:
             return False
         try:
-            await session.load_session(blob)
+            await session.load_session(self._parked)
         except Exception as exc:
             log_event("code_mode.restore_failed", logging.WARNING, error=_error_text(exc))
+            self._parked = None
             self._bound.clear()
             self._note = None
             self._restarted = True
             return False
-        self._session = session
-        self._checked_version = self.setup.catalog_version
-        self._checked_snippets = 0  # the checker starts with no history
-        if self._catalog_version != self.setup.catalog_version:
-            await self._feed_new_wrappers(session)
+        self._parked = None  # only once it is loaded: a cancel before keeps it
         return True
 
     async def _feed_new_wrappers(self, session: pm.AsyncMontySession) -> None:
@@ -490,6 +505,7 @@ class ReplScope(ToolExecutor):
             await session.feed_run(scope_preamble(self.setup.catalog), skip_type_check=True)
         except Exception as exc:
             await self._reset(discard=True)
+            self._restarted = True
             raise _StateLost(f"the new tool functions could not be defined: {_error_text(exc)}") from None
         self._catalog_version = self.setup.catalog_version
 
@@ -525,6 +541,7 @@ class ReplScope(ToolExecutor):
     async def aclose(self) -> None:
         async with self._lock:
             await self._reset()
+        self.setup.room.poke()
 
 
 @contextlib.asynccontextmanager

@@ -4,8 +4,8 @@ conversation still has its variables.
 What is stored is an envelope: a magic line, one JSON header line (format, the pydantic-monty
 version that wrote it, the variables note, the bound names) and the dump. A dump from another
 pydantic-monty version, or bytes that are not an envelope, are discarded with a warning: the
-scope starts empty. Nothing in it is ever run as code: the dump goes only to Monty's own
-``load_session``.
+scope starts empty. The dump goes only to Monty's own ``load_session``,
+and the restored REPL's helpers and tool wrappers are defined afresh by this process.
 
 ``DirectoryStore`` keeps one file per session under ``$XDG_STATE_HOME/asyncai/scopes/`` (else
 ``~/.local/state/asyncai/scopes/``), written atomically and readable only by the user.
@@ -104,9 +104,16 @@ class DirectoryStore:
 
     async def check(self) -> None:
         try:
-            await asyncio.to_thread(self.root.mkdir, mode=0o700, parents=True, exist_ok=True)
+            await asyncio.to_thread(self._check)
         except OSError as exc:
             raise StateStoreError(f"cannot use state directory {self.root}: {exc.strerror or exc}") from None
+
+    def _check(self) -> None:
+        """The directory exists and takes a file (a read-only one fails now, not at every save)."""
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        handle, probe = tempfile.mkstemp(dir=self.root, prefix=".", suffix=".tmp")
+        os.close(handle)
+        os.unlink(probe)
 
     async def aclose(self) -> None:
         pass

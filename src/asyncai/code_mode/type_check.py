@@ -8,7 +8,8 @@ A check that rejects valid code is worse than none, so only what is certain stop
 - a literal of the wrong kind for a parameter (``limit="ten"`` for an ``int``), not a variable:
   the checker's idea of a variable from an earlier snippet can be stale (a feed that failed half
   way, or ran unchecked), and ``1.0`` for an ``int`` or ``1`` for a ``bool`` may well be accepted;
-- a coroutine used as a value (a missing ``await``).
+- a coroutine used as a value (a missing ``await``): a tool call, or a name the snippet itself
+  bound to one, at the spot the checker points at.
 
 Anything else the checker reports (an unknown name, an attribute it cannot see) lets the snippet
 run unchecked: Monty itself raises if it really is wrong.
@@ -17,7 +18,7 @@ run unchecked: Monty itself raises if it really is wrong.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from .catalog import render_signature
@@ -74,18 +75,30 @@ def parse_diagnostics(text: str) -> list[Diagnostic]:
     return found
 
 
+def _source_at(diagnostic: Diagnostic, lines: list[str]) -> str:
+    source = lines[diagnostic.line - 1] if 0 < diagnostic.line <= len(lines) else ""
+    return source[max(diagnostic.column - 1, 0) :]
+
+
 def argument_at(diagnostic: Diagnostic, lines: list[str]) -> tuple[str | None, str]:
     """(keyword, the source from its value on) of the argument the diagnostic points at."""
-    source = lines[diagnostic.line - 1] if 0 < diagnostic.line <= len(lines) else ""
-    rest = source[max(diagnostic.column - 1, 0) :]
+    rest = _source_at(diagnostic, lines)
     keyword = re.match(r"(\w+)\s*=(?!=)\s*", rest)
     return (keyword[1], rest[keyword.end() :]) if keyword else (None, rest)
 
 
-def is_certain(diagnostic: Diagnostic, lines: list[str], functions: Mapping[str, CatalogEntry]) -> bool:
+def is_certain(
+    diagnostic: Diagnostic,
+    lines: list[str],
+    functions: Mapping[str, CatalogEntry],
+    bound_here: Collection[str] = (),
+) -> bool:
     """Whether ``diagnostic`` is sure to be a mistake (the module docstring says which are)."""
     if "CoroutineType[" in diagnostic.message:
-        return True
+        # Only a tool call, or a name this snippet bound, at the spot: a variable from an earlier
+        # snippet may have been rebound since where the checker did not look.
+        name = re.match(r"\s*(\w+)\s*(\()?", _source_at(diagnostic, lines))
+        return name is not None and ((name[1] in functions and name[2] is not None) or name[1] in bound_here)
     if diagnostic.function not in functions:
         return False
     if diagnostic.rule in CALL_SHAPE_RULES:
@@ -103,10 +116,13 @@ def is_certain(diagnostic: Diagnostic, lines: list[str], functions: Mapping[str,
     return False
 
 
-def rejection(text: str, code: str, functions: Mapping[str, CatalogEntry]) -> str | None:
-    """The error result for a snippet the check stops, or ``None`` to let it run unchecked."""
+def rejection(
+    text: str, code: str, functions: Mapping[str, CatalogEntry], bound_here: Collection[str] = ()
+) -> str | None:
+    """The error result for a snippet the check stops, or ``None`` to let it run unchecked;
+    ``bound_here`` are the names the snippet itself binds."""
     lines = code.splitlines()
-    certain = [d for d in parse_diagnostics(text) if is_certain(d, lines, functions)]
+    certain = [d for d in parse_diagnostics(text) if is_certain(d, lines, functions, bound_here)]
     if not certain:
         return None
     listed = [f"- line {d.line}: {_readable(d, lines, functions)}" for d in certain]

@@ -42,7 +42,8 @@ class WorkerRoom:
         """The REPLs holding a worker."""
         self._reserved = 0
         self._entering = asyncio.Lock()
-        self._freed = asyncio.Condition()
+        self._changed = asyncio.Event()
+        """Set when a REPL may have become parkable or a worker free (``poke``)."""
         self._clock = itertools.count(1)
 
     def touch(self, scope: Parkable) -> None:
@@ -54,17 +55,19 @@ class WorkerRoom:
         async with self._entering:
             while len(self.holders) + self._reserved >= self.limit:
                 idle = [s for s in self.holders if s is not scope and not s.running]
-                if idle and await min(idle, key=lambda s: s.last_used).park():
-                    continue
-                if not idle:
-                    await self._wait_for_a_snippet(deadline)
+                if idle:
+                    oldest = min(idle, key=lambda s: s.last_used)
+                    if await oldest.park():
+                        self.holders.discard(oldest)  # parked or broken, it holds no worker now
+                        continue
+                await self._wait_for_a_snippet(deadline)
             self._reserved += 1
 
     async def _wait_for_a_snippet(self, deadline: float) -> None:
         remaining = deadline - asyncio.get_running_loop().time()
+        self._changed.clear()  # no await since the holders were looked at: no poke is missed
         try:
-            async with self._freed:
-                await asyncio.wait_for(self._freed.wait(), max(remaining, 0))
+            await asyncio.wait_for(self._changed.wait(), max(remaining, 0))
         except TimeoutError:
             busy = f"every sandbox worker ({self.limit}) stayed busy running snippets"
             raise NoWorker(f"{busy} for {seconds(self.timeout)}") from None
@@ -78,8 +81,8 @@ class WorkerRoom:
 
     def leave(self, scope: Parkable) -> None:
         self.holders.discard(scope)
+        self.poke()
 
-    async def snippet_ended(self) -> None:
-        """A snippet ended: its REPL can now be parked for one that waits."""
-        async with self._freed:
-            self._freed.notify_all()
+    def poke(self) -> None:
+        """A REPL let go of its lock (a snippet or a save ended): it can be parked for one that waits."""
+        self._changed.set()

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..backend.config import Message
 from ..backend.harness import SessionHarness
 from ..log import log_event
-from ..tools.types import ToolExecutor
+from ..tools.types import StateLoad, ToolExecutor
 
 if TYPE_CHECKING:
     from ..backend.openai import RunResult
@@ -135,7 +135,8 @@ class _Thread:
     history: list[Message] = field(default_factory=list)
     pending: list[_Pending] = field(default_factory=list)
     worker: asyncio.Task[None] | None = None
-    state_loaded: bool = False
+    state: StateLoad | None = None
+    """What became of the session's saved REPL (``None``: not looked for yet)."""
 
 
 def coalesce(texts: Sequence[str]) -> str:
@@ -265,14 +266,13 @@ class Runtime:
                 scope = self.executor
             if session is not None:
                 session.begin_run()
-            restored = False
-            if session is not None and not thread.state_loaded:
-                thread.state_loaded = True  # a resumed session's saved REPL, taken up once
-                restored = await scope.load_state(session.session_id) == "restored"
+            if session is not None and thread.state is None:
+                thread.state = await scope.load_state(session.session_id)  # taken up once
             try:
                 with scope.hold():  # the thread's REPL is not evicted while this run uses it
                     # Restored variables make the "sandbox restarted" note untrue; the variables
                     # note then says what is still there.
+                    restored = thread.state == "restored"
                     restart = session.note() if session is not None and not restored else None
                     notes = [restart, scope.context_note()]
                     result = await self.backend.run(
