@@ -391,7 +391,8 @@ class ReplScope(ToolExecutor):
             raise _StateLost(str(exc)) from None
         room.entered(self)
         try:
-            if not await self._restore(session):
+            restored = await self._restore(session)
+            if not restored:
                 await self._start(session)
         except BaseException as exc:
             room.leave(self)
@@ -400,8 +401,10 @@ class ReplScope(ToolExecutor):
                 raise
             raise _StateLost(f"the code preamble failed: {_error_text(exc)}") from None
         self._session = session
-        self._checked_version = version
-        self._checked_snippets = 0  # a new checker: no history
+        # A restored REPL is not type-checked: the checker would start without its history (every
+        # earlier variable unknown, so unsure, so run twice) and costs ~20 ms to start per checkout.
+        self._checked_version = -1 if restored else version
+        self._checked_snippets = 0
         if self._catalog_version != self.setup.catalog_version:
             await self._feed_new_wrappers(session)  # restored wrappers and helpers are replaced
         return session
