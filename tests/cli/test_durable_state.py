@@ -4,15 +4,17 @@ scope, and a state over ``--code-max-state`` is not saved."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from asyncai.code_mode.state_store import MAGIC, default_state_dir
+from asyncai.code_mode.state_store import MAGIC, default_state_dir, open_store
 from tests.cli.conftest import BIN, SIMPLE, CliResult
 from tests.cli.test_sessions import ask, session_of
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
@@ -151,3 +153,16 @@ def test_redis_that_goes_away_gives_warnings_and_an_unreachable_one_a_one_line_e
     assert result.status == 2
     assert result.stderr.strip().startswith(f"asyncai: cannot reach state store {redis.url}")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_state_directory_expires_old_scopes_and_left_over_temporary_files(tmp_path: Path) -> None:
+    root = tmp_path / "scopes"
+    root.mkdir()
+    old, fresh, leftover = root / "old.scope", root / "fresh.scope", root / ".abc.tmp"
+    for path in (old, fresh, leftover):
+        path.write_bytes(b"x")
+    day_ago = time.time() - 24 * 3600
+    os.utime(old, (day_ago, day_ago))
+    os.utime(leftover, (day_ago, day_ago))
+    asyncio.run(open_store(str(root), ttl=3600).check())
+    assert sorted(p.name for p in root.iterdir()) == ["fresh.scope"]

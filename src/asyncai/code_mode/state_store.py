@@ -8,7 +8,8 @@ scope starts empty. The dump goes only to Monty's own ``load_session``,
 and the restored REPL's helpers and tool wrappers are defined afresh by this process.
 
 ``DirectoryStore`` keeps one file per session under ``$XDG_STATE_HOME/asyncai/scopes/`` (else
-``~/.local/state/asyncai/scopes/``), written atomically and readable only by the user.
+``~/.local/state/asyncai/scopes/``), written atomically and readable only by the user, and removes
+files not saved for the TTL; ``RedisStore`` lets Redis expire them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,8 +101,12 @@ def default_state_dir(environ: Mapping[str, str] = os.environ) -> Path:
 
 
 class DirectoryStore:
-    def __init__(self, root: Path) -> None:
+    """One file per session; files not saved for ``ttl`` seconds (and temporary files a killed
+    process left) are removed when the store is opened."""
+
+    def __init__(self, root: Path, ttl: float | None = None) -> None:
         self.root = root
+        self.ttl = ttl
 
     async def check(self) -> None:
         try:
@@ -114,6 +120,14 @@ class DirectoryStore:
         handle, probe = tempfile.mkstemp(dir=self.root, prefix=".", suffix=".tmp")
         os.close(handle)
         os.unlink(probe)
+        if self.ttl is not None:
+            self._expire(time.time() - self.ttl)
+
+    def _expire(self, before: float) -> None:
+        for path in [*self.root.glob("*.scope"), *self.root.glob(".*.tmp")]:
+            with contextlib.suppress(OSError):  # another process may remove it first
+                if path.stat().st_mtime < before:
+                    path.unlink()
 
     async def aclose(self) -> None:
         pass
@@ -188,10 +202,10 @@ class RedisStore:
 def open_store(location: str | None, ttl: float) -> StateStore:
     """``redis://``/``rediss://`` URLs are Redis, anything else a directory; ``None`` the default."""
     if location is None:
-        return DirectoryStore(default_state_dir())
+        return DirectoryStore(default_state_dir(), ttl)
     if location.startswith(("redis://", "rediss://", "unix://")):
         try:
             return RedisStore(location, ttl)
         except ValueError as exc:
             raise StateStoreError(f"--state-store {location}: {exc}") from None
-    return DirectoryStore(Path(location).expanduser())
+    return DirectoryStore(Path(location).expanduser(), ttl)
