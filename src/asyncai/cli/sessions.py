@@ -57,6 +57,9 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--state-ttl", type=float, metavar="SECONDS", help="saved REPL state expires this long after (86400)"
     )
+    group.add_argument(
+        "--code-max-state", metavar="SIZE", help="largest REPL state saved for a resumed session (256MiB)"
+    )
 
 
 def working_directory() -> str:

@@ -72,9 +72,6 @@ def add_code_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--code-max-memory", metavar="SIZE", help="heap cap per worker, e.g. 256MiB (4GiB)")
     group.add_argument(
-        "--code-max-state", metavar="SIZE", help="largest REPL state saved for a resumed session (256MiB)"
-    )
-    group.add_argument(
         "--code-preamble", metavar="PATH", help="Python run in every new REPL after the helpers"
     )
     group.add_argument(
