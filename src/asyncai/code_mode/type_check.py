@@ -43,7 +43,7 @@ _ARGUMENT_TYPES = re.compile(r"Expected `(.+)`, found `(.+)`$")
 _STR_LITERAL = re.compile(r"^Literal\[(['\"]).*\1\]$")
 _INT_LITERAL = re.compile(r"^Literal\[-?\d+\]$")
 _LITERAL_SOURCE = re.compile(r"\s*(['\"]|-?\d)")
-_NUMERIC = ("int", "float", "bool", "complex", "Any")
+_NUMERIC = ("int", "float", "bool", "complex")
 
 
 def type_check_stubs(catalog: Mapping[str, CatalogEntry]) -> str:
@@ -108,11 +108,27 @@ def is_certain(
     types = _ARGUMENT_TYPES.search(diagnostic.message)
     if types is None or not _LITERAL_SOURCE.match(argument_at(diagnostic, lines)[1]):
         return False  # not a literal written here: the checker's idea of a variable may be stale
-    expected, found = types[1], types[2]
+    return not literal_accepted(types[1], types[2])
+
+
+def literal_accepted(expected: str, found: str) -> bool:
+    """Whether a parameter typed ``expected`` could take the literal ``found`` (ty's renderings,
+    e.g. ``Literal["a", "b"] | None`` and ``Literal["x"]``); unsure cases count as accepted."""
+    plain: tuple[str, ...]
     if _STR_LITERAL.match(found):
-        return "str" not in expected and "Any" not in expected
-    if _INT_LITERAL.match(found):
-        return not any(kind in expected for kind in _NUMERIC)
+        plain = ("str", "LiteralString")
+    elif _INT_LITERAL.match(found):
+        plain = _NUMERIC
+    else:
+        return True
+    value = found.removeprefix("Literal[").removesuffix("]")
+    for member in expected.split(" | "):
+        if member in (*plain, "Any", "object") or member.startswith(("Unknown", "@Todo")):
+            return True
+        if member.startswith("Literal[") and value in member.removeprefix("Literal[").removesuffix("]").split(
+            ", "
+        ):
+            return True
     return False
 
 
