@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
+from asyncai.code_mode.repl import ReplScope
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
 
 OBJECT: dict[str, Any] = {"type": "object"}
@@ -99,3 +100,13 @@ async def code_mode(fake: FakeExecutor) -> AsyncIterator[CodeModeToolExecutor]:
 
 async def run(executor: ToolExecutor, code: str, **extra: Any) -> ToolCallOutput:
     return await executor.call_tool("run_code", {"code": code, **extra})
+
+
+async def worker_pid(scope: ReplScope) -> int:
+    """The pid of the worker behind ``scope`` (started by a first snippet if need be)."""
+    if scope._session is None:
+        await run(scope, "None")
+    assert scope._session is not None
+    pid = scope._session.worker_pid
+    assert pid is not None
+    return pid

@@ -10,7 +10,7 @@ import signal
 import pytest
 
 from asyncai.code_mode import CodeModeToolExecutor, SandboxConfig
-from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor, run
+from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor, run, worker_pid
 from tests.fakes.logs import captured_log
 
 pytestmark = pytest.mark.anyio
@@ -153,9 +153,7 @@ async def test_killed_worker_gives_an_error_that_says_state_was_reset(
 ) -> None:
     scope = code_mode.thread_scope("t")
     await run(scope, "x = 1")
-    assert scope._session is not None
-    pid = scope._session.worker_pid
-    assert pid is not None
+    pid = await worker_pid(scope)
     fake.on_call = lambda: os.kill(pid, signal.SIGKILL)  # the worker dies while the snippet awaits a tool
     output = await run(scope, "await wait(seconds=0.1)\nx")
     assert output.is_error

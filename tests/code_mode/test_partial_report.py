@@ -10,7 +10,7 @@ import signal
 import pytest
 
 from asyncai.code_mode import CodeModeToolExecutor
-from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor, run
+from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor, run, worker_pid
 
 pytestmark = pytest.mark.anyio
 
@@ -37,10 +37,7 @@ async def test_a_worker_killed_mid_snippet_reports_the_call_it_cut_off(
     code_mode: CodeModeToolExecutor, fake: FakeExecutor
 ) -> None:
     scope = code_mode.thread_scope("t")
-    await run(scope, "1")
-    assert scope._session is not None
-    pid = scope._session.worker_pid
-    assert pid is not None
+    pid = await worker_pid(scope)
 
     def kill_on_third_call() -> None:
         if len(fake.spans) == 3:

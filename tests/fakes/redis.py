@@ -6,16 +6,13 @@ those tests are skipped, saying so (under CI they fail instead).
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
+from tests.fakes.binaries import require
 from tests.fakes.servers import free_port
 
 READY = "Ready to accept connections"
@@ -32,19 +29,10 @@ class RedisServer:
             self.process.wait(timeout=10)
 
 
-def require_redis_server() -> str:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("redis-server is missing: .ci/run installs it (apt-get install redis-server)")
-        pytest.skip("redis-server is not installed (apt-get install redis-server; .ci/run does it)")
-    return binary
-
-
 @contextmanager
 def redis_server(directory: Path) -> Iterator[RedisServer]:
     """Start one on a free loopback port, without persistence; wait for its ready line."""
-    binary = require_redis_server()
+    binary = require("redis-server", "apt-get install redis-server (.ci/run does it)")
     port = free_port()
     process = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ from asyncai.transcripts import (
 from asyncai.transcripts.paths import simple_hash
 from asyncai.transcripts.reader import INTERRUPTED_RESULT
 from asyncai.transcripts.records import encode
+from tests.fakes.binaries import require
 from tests.fakes.logs import captured_log
 from tests.transcripts import claude_code
 
@@ -40,11 +39,7 @@ def test_slug_replaces_every_character_but_ascii_letters_and_digits() -> None:
 
 def test_a_long_slug_is_cut_and_hashed_like_claude_codes_javascript() -> None:
     """The hash is JavaScript's ``(h << 5) - h + charCode | 0``: node itself is the reference."""
-    node = shutil.which("node")
-    if node is None:
-        if os.environ.get("CI"):
-            pytest.fail("node is required in CI")
-        pytest.skip("node is not installed: it is the reference implementation of the hash")
+    node = require("node", "it is the reference implementation of the hash")
     paths = ["/" + "x" * 250, "/tmp/" + "deep/" * 60 + "é😀", "/a", "/a/😀b"]
     script = (
         "const h=s=>{let v=0;for(let i=0;i<s.length;i++){v=(v<<5)-v+s.charCodeAt(i)|0}"
