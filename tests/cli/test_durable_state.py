@@ -16,6 +16,7 @@ import pytest
 
 from asyncai.code_mode.state_store import MAGIC, default_state_dir, open_store
 from tests.cli.conftest import BIN, SIMPLE, CliResult
+from tests.cli.test_interactive import _on_a_terminal
 from tests.cli.test_sessions import ask, session_of
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
 from tests.fakes.redis import redis_server
@@ -166,3 +167,21 @@ def test_the_state_directory_expires_old_scopes_and_left_over_temporary_files(tm
     os.utime(leftover, (day_ago, day_ago))
     asyncio.run(open_store(str(root), ttl=3600).check())
     assert sorted(p.name for p in root.iterdir()) == ["fresh.scope"]
+
+
+def test_restart_in_the_chat_clears_the_saved_state_too(project: Path) -> None:
+    script = [tool_reply(call("run_code", {"code": "pods = [1, 2]"})), text_reply("bound")]
+    with ScriptedOpenAI(script) as model:
+        chat = _on_a_terminal(
+            ["--base-url", model.base_url, "--model", "m", "--mcp-stdio", SIMPLE],
+            "bind\n/restart\n/exit\n",
+            Path(os.environ["XDG_STATE_HOME"]),  # where the resume below looks for saved REPLs
+            cwd=project,
+        )
+    assert chat.returncode == 0, chat.stderr
+    [session] = [
+        line.removeprefix("session: ") for line in chat.stderr.splitlines() if line.startswith("session: ")
+    ]
+    resumed, requests = _resume(project, session)  # what was saved is the cleared REPL
+    assert resumed.status == 0, resumed.stderr
+    assert "NameError" in requests[1]["messages"][-1]["content"]

@@ -11,9 +11,11 @@ from tests.cli.conftest import BIN
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
 
 
-def _on_a_terminal(args: list[str], typed: str, state: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``asyncai`` with a pty as stdin (so it sees a terminal) and type ``typed``; input
-    history goes under ``state`` (XDG_STATE_HOME), never into the real home."""
+def _on_a_terminal(
+    args: list[str], typed: str, state: Path, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``asyncai`` (in ``cwd``) with a pty as stdin (so it sees a terminal) and type ``typed``;
+    input history and saved REPLs go under ``state`` (XDG_STATE_HOME), never into the real home."""
     master, slave = pty.openpty()
     try:
         process = subprocess.Popen(
@@ -23,6 +25,7 @@ def _on_a_terminal(args: list[str], typed: str, state: Path) -> subprocess.Compl
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, "XDG_STATE_HOME": str(state)},
+            cwd=cwd,
         )
         os.write(master, typed.encode())
         out, err = process.communicate(timeout=90)

@@ -212,7 +212,11 @@ async def _chat_loop(runtime: Runtime, executor: CodeModeToolExecutor, thread: s
             print("(new thread)", file=sys.stderr)
             continue
         if command == "/restart":
-            await executor.thread_scope(thread).call_tool("run_code", {"code": "None", "restart": True})
+            scope = executor.thread_scope(thread)
+            await scope.call_tool("run_code", {"code": "None", "restart": True})
+            session = runtime.session(thread)
+            if session is not None:  # or a resume would bring the cleared variables back
+                await scope.save_state(session.session_id)
             print("(REPL state cleared)", file=sys.stderr)
             continue
         reply = await runtime.submit(RunRequest(thread_id=thread, text=text))
