@@ -25,6 +25,7 @@ import pytest
 from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
 from asyncai.tools import McpToolExecutor, ToolCallOutput, stdio_spec
 from tests.cli.conftest import BIN, asyncai
+from tests.code_mode.conftest import worker_pid
 from tests.fakes.openai_server import ScriptedOpenAI
 from tests.fakes.servers import server_command
 from tests.hostile.model_faults import CUT, CuttingOpenAI, two_prompt_responder
@@ -207,12 +208,6 @@ async def victim() -> AsyncIterator[tuple[HookedMcp, CodeModeToolExecutor]]:
         yield mcp, executor
 
 
-def _worker_pid(executor: CodeModeToolExecutor) -> int:
-    session = executor._default._session
-    assert session is not None and session.worker_pid is not None
-    return session.worker_pid
-
-
 def _cpu_ticks(pid: int) -> int:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])  # utime + stime
@@ -231,7 +226,7 @@ async def test_worker_killed_while_the_snippet_awaits_a_tool(
 ) -> None:
     mcp, executor = victim
     await run(executor, "kept = 1")
-    pid = _worker_pid(executor)
+    pid = await worker_pid(executor._default)
     mcp.on_call = lambda name: os.kill(pid, signal.SIGKILL)
     output, elapsed = await run(executor, "await sleep(seconds=4)\n'unreachable'")
     mcp.on_call = None
@@ -247,7 +242,7 @@ async def test_worker_killed_while_the_snippet_computes(
 ) -> None:
     _, executor = victim
     await run(executor, "kept = 1")
-    pid = _worker_pid(executor)
+    pid = await worker_pid(executor._default)
     busy = asyncio.ensure_future(run(executor, "while True:\n    pass"))
     await asyncio.to_thread(_wait_until_busy, pid)
     os.kill(pid, signal.SIGKILL)

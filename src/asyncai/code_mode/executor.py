@@ -104,7 +104,6 @@ class CodeModeToolExecutor(ToolExecutor):
         )
         self._default = ReplScope(self._setup)
         self._threads: OrderedDict[str, ReplScope] = OrderedDict()
-        self._closing: set[asyncio.Task[None]] = set()
         self._listeners: list[ToolsChangedListener] = []
         inner.on_tools_changed(self._inner_tools_changed)
 
@@ -164,8 +163,7 @@ class CodeModeToolExecutor(ToolExecutor):
         return [thread for thread, scope in self._threads.items() if not scope.busy]
 
     async def aclose(self) -> None:
-        """Close every scope that holds a worker (evicted, per-run or forgotten ones too), then the pool."""
+        """Close every scope that holds a worker (thread, per-run or released ones too), then the pool."""
         self._threads.clear()
-        await asyncio.gather(*self._closing)
         await asyncio.gather(*(scope.aclose() for scope in [*self._setup.room.holders]))
         await self.sandbox.aclose()

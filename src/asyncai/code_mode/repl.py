@@ -7,7 +7,7 @@ import contextlib
 import logging
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pydantic_monty as pm
@@ -76,14 +76,14 @@ class ScopeSetup:
     catalog: Mapping[str, CatalogEntry]
     inner: ToolExecutor
     sandbox: Sandbox
+    room: WorkerRoom
+    """Which scopes hold a worker (what the executor must close), and the bound on how many."""
     operator_preamble: str | None = None
     mutations: MutationPolicy = "allow"
     finder: Finder | None = None
     catalog_version: int = 0
-    room: WorkerRoom = field(default_factory=lambda: WorkerRoom(8, 30.0))
     store: StateStore | None = None
     """Where thread REPLs are saved for resumed sessions (``None``: not saved)."""
-    """Which scopes hold a worker (what the executor must close), and the bound on how many."""
     approver: Approver | None = None
     """Asked about mutating calls under ``--mutations ask`` when a call brings no approver of its own."""
     _stubs: tuple[int, str] | None = None
@@ -117,8 +117,9 @@ class ReplScope(ToolExecutor):
     """A ``ToolExecutor`` offering ``run_code`` over one persistent REPL.
 
     Feeds are serialised with a lock (one session cannot take two feeds at once); the worker is
-    checked out on first use and released by ``aclose``. ``hold()`` marks the scope in use for a
-    whole run, so it is not evicted between two of the run's snippets.
+    checked out on first use and released by ``aclose``; an idle REPL may give its worker back
+    (``park``) and get one again on its next snippet. ``hold()`` marks the scope in use for a
+    whole run, so its owner does not release it between two of the run's snippets.
     """
 
     def __init__(self, setup: ScopeSetup) -> None:
@@ -220,7 +221,7 @@ class ReplScope(ToolExecutor):
 
     def _refusal(self, code: str) -> tuple[RunCodeText | None, SnippetScan]:
         """An error for a snippet that must not run, and what the scan found."""
-        scan = scan_snippet(code, frozenset(self.setup.catalog))
+        scan = scan_snippet(code, self.setup.catalog.keys())
         for name in scan.bound:
             if name in RESERVED_HELPERS:
                 kind = "a built-in helper"

@@ -7,6 +7,7 @@ anything Monty runs parses here; a snippet that does not parse is left to Monty 
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from .preamble import INTERNAL_PREFIX
@@ -71,7 +72,7 @@ class _ModuleBindings(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def _is_bare_tool_call(node: ast.AST, functions: frozenset[str]) -> str | None:
+def _is_bare_tool_call(node: ast.AST, functions: Collection[str]) -> str | None:
     """``f(...)`` or ``asyncio.gather(...)`` used as a statement: a coroutine made and dropped."""
     if not isinstance(node, ast.Expr) or not isinstance(node.value, ast.Call):
         return None
@@ -95,7 +96,7 @@ class SnippetScan:
     """Whether it names a catalog function (True too when CPython cannot parse it)."""
 
 
-def scan_snippet(code: str, functions: frozenset[str] = frozenset()) -> SnippetScan:
+def scan_snippet(code: str, functions: Collection[str] = ()) -> SnippetScan:
     """Bindings and dropped calls of ``code``; an empty scan when CPython cannot parse it."""
     tree = parse_snippet(code)
     if tree is None:

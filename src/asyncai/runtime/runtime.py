@@ -269,7 +269,7 @@ class Runtime:
             if session is not None and thread.state is None:
                 thread.state = await scope.load_state(session.session_id)  # taken up once
             try:
-                with scope.hold():  # the thread's REPL is not evicted while this run uses it
+                with scope.hold():  # the thread's REPL is not released while this run uses it
                     # Restored variables make the "sandbox restarted" note untrue; the variables
                     # note then says what is still there.
                     restored = thread.state == "restored"

@@ -139,7 +139,7 @@ class ToolExecutor(abc.ABC):
         Executors whose tools never change ignore it."""
 
     def hold(self) -> contextlib.AbstractContextManager[None]:
-        """Marks a scope in use for a whole run, so its owner does not evict it mid-run."""
+        """Marks a scope in use for a whole run, so its owner does not release it mid-run."""
         return contextlib.nullcontext()
 
     async def aclose(self) -> None:
