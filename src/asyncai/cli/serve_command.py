@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from typing import TYPE_CHECKING
 
 from ..transcripts.session import asyncai_version
+from .sessions import DEFAULT_STATE_TTL
 from .settings import Settings, UsageError, add_code_options, add_mcp_options, read_text_file
 from .wiring import code_mode_executor
 
 if TYPE_CHECKING:
     from ..serve import HttpOptions
+    from ..serve.shared import SharedSessions
 
 TOKEN_ENV = "ASYNCAI_MCP_TOKEN"
 
@@ -41,6 +44,24 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     group.add_argument(
         "--session-idle", type=float, metavar="SECONDS", help="close an idle client session's REPL (1800)"
+    )
+    shared = parser.add_argument_group("several instances behind a load balancer (--http)")
+    shared.add_argument(
+        "--state-store",
+        metavar="URL",
+        help="share client sessions and their REPLs with every instance using redis://HOST:PORT/DB",
+    )
+    shared.add_argument(
+        "--state-ttl",
+        type=float,
+        metavar="SECONDS",
+        help="a shared session expires this long after its last run (86400)",
+    )
+    shared.add_argument(
+        "--lease-wait",
+        type=float,
+        metavar="SECONDS",
+        help="how long a run waits while another instance runs the same session (10)",
     )
 
 
@@ -76,12 +97,36 @@ def _token(settings: Settings) -> str | None:
     return token
 
 
+def shared_store_url(settings: Settings, http: bool) -> str | None:
+    """The Redis URL sessions are shared through, if any. A directory is the agent's kind of
+    store (a config file may set one for it): serve-mcp ignores it unless it was typed."""
+    from ..code_mode.state_store import REDIS_SCHEMES
+
+    location = settings.text("state_store")
+    if location is None:
+        return None
+    typed = "state_store" in settings.flags
+    if not location.startswith(REDIS_SCHEMES):
+        if typed:
+            raise UsageError(
+                "serve-mcp shares sessions through Redis only: "
+                f"--state-store redis://HOST:PORT/DB, not {location!r}"
+            )
+        return None
+    if not http:
+        if typed:
+            raise UsageError("--state-store shares HTTP sessions between instances: it needs --http")
+        return None
+    return location
+
+
 async def run(settings: Settings) -> int:
     # The MCP server side (mcp.server, starlette, uvicorn) loads only when serve-mcp runs.
     from ..serve import BindError, CodeModeServer, check_bind, listen, serve_http, serve_stdio
     from ..serve.http import MCP_PATH
 
     options = http_options(settings)
+    store_url = shared_store_url(settings, http=options is not None)
     sock = None
     if options is not None:
         try:
@@ -91,12 +136,16 @@ async def run(settings: Settings) -> int:
         except BindError as exc:
             raise UsageError(str(exc)) from None
     try:
-        async with code_mode_executor(settings) as executor:
+        async with contextlib.AsyncExitStack() as closing:
+            shared = await _shared_sessions(settings, store_url, closing) if store_url else None
+            store = shared.store if shared is not None else None
+            executor = await closing.enter_async_context(code_mode_executor(settings, state_store=store))
             server = CodeModeServer(
                 executor,
                 expose_direct=settings.switch("expose_direct"),
                 idle_timeout=settings.number("session_idle", 1800.0),
                 version=asyncai_version(),
+                shared=shared,
             )
             if options is None or sock is None:
                 await serve_stdio(server)
@@ -108,8 +157,28 @@ async def run(settings: Settings) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-            await serve_http(server, options, sock)
+            await serve_http(server, options, sock, shared)
     finally:
         if sock is not None:
             sock.close()
     return 0
+
+
+async def _shared_sessions(
+    settings: Settings, url: str, closing: contextlib.AsyncExitStack
+) -> SharedSessions:
+    """The Redis store at ``url``, checked now (unreachable: a one-line error), closed last."""
+    from ..code_mode.state_store import RedisStore, StateStoreError
+    from ..serve.shared import DEFAULT_LEASE_WAIT, SharedSessions
+
+    ttl = settings.number("state_ttl", DEFAULT_STATE_TTL)
+    try:
+        store = RedisStore(url, ttl)
+    except ValueError as exc:
+        raise UsageError(f"--state-store {url}: {exc}") from None
+    closing.push_async_callback(store.aclose)
+    try:
+        await store.check()
+    except StateStoreError as exc:
+        raise UsageError(str(exc)) from None
+    return SharedSessions(store, ttl=ttl, lease_wait=settings.number("lease_wait", DEFAULT_LEASE_WAIT))

@@ -142,6 +142,8 @@ class ReplScope(ToolExecutor):
         self._variables: list[BoundVariable] = []
         self._changed = False
         """A snippet ran since the state was last saved."""
+        self._stamp: str | None = None
+        """The store's stamp of the state held here (``sync_state``)."""
 
     def tools(self) -> list[ToolDefinition]:
         return [self.setup.run_code]
@@ -429,14 +431,15 @@ class ReplScope(ToolExecutor):
             return "none"
         try:
             async with asyncio.timeout(STORE_TIMEOUT):
-                data = await store.load(key)
+                stored = await store.load(key)
         except Exception as exc:  # an unreachable store only means starting empty
             log_event("state.load_failed", logging.WARNING, session=key, error=_describe(exc))
             return "none"
-        if data is None:
+        if stored is None:
             return "none"
+        self._stamp = stored.stamp
         try:
-            saved = unpack(data)
+            saved = unpack(stored.data)
         except StateDiscarded as exc:
             log_event("state.discarded", logging.WARNING, session=key, reason=str(exc))
             return "discarded"
@@ -445,6 +448,30 @@ class ReplScope(ToolExecutor):
         self._catalog_version = -1
         self._changed = False
         return "restored"
+
+    async def sync_state(self, key: str) -> StateLoad:
+        """Before a run, where several processes share the store (serve-mcp behind a load balancer,
+        under the session's lease): if the saved scope changed since this process last saved or
+        loaded it, drop the copy held here and take up the saved one. An unreachable store keeps
+        the copy held here."""
+        store = self.setup.store
+        if store is None:
+            return "none"
+        try:
+            async with asyncio.timeout(STORE_TIMEOUT):
+                stamp = await store.stamp(key)
+        except Exception as exc:
+            log_event("state.load_failed", logging.WARNING, session=key, error=_describe(exc))
+            return "none"
+        if stamp == self._stamp:
+            return "none"
+        async with self._lock:
+            await self._reset()
+        self._stamp = None
+        # Saved state that is gone (too big to save, expired) leaves nothing this copy could trust.
+        loaded = await self.load_state(key) if stamp is not None else "discarded"
+        self._restarted = loaded == "discarded"
+        return loaded
 
     async def save_state(self, key: str) -> None:
         """Save the scope under ``key`` if a snippet ran since the last save; a scope with nothing
@@ -479,8 +506,10 @@ class ReplScope(ToolExecutor):
             async with asyncio.timeout(STORE_TIMEOUT):
                 if dump is None:
                     await store.delete(key)
+                    self._stamp = None
                 else:
-                    await store.save(key, pack(SavedScope(dump, self._note, tuple(self._bound))))
+                    saved = SavedScope(dump, self._note, tuple(self._bound))
+                    self._stamp = await store.save(key, pack(saved))
         except Exception as exc:
             log_event("state.not_saved", logging.WARNING, session=key, reason=_describe(exc))
             return

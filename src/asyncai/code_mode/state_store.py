@@ -10,6 +10,9 @@ and the restored REPL's helpers and tool wrappers are defined afresh by this pro
 ``DirectoryStore`` keeps one file per session under ``$XDG_STATE_HOME/asyncai/scopes/`` (else
 ``~/.local/state/asyncai/scopes/``), written atomically and readable only by the user, and removes
 files not saved for the TTL; ``RedisStore`` lets Redis expire them.
+
+Every save gets a new *stamp*; a process that holds a scope in memory compares stamps to learn
+whether someone else saved it since (``ReplScope.sync_state``) without reading the dump.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import os
 import re
 import tempfile
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +33,7 @@ from typing import Protocol
 from ..humanize import one_line
 
 MAGIC = b"asyncai-scope\n"
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 FORMAT = 1
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -79,15 +84,28 @@ class StateStoreError(Exception):
     """A state store that cannot be used; the message is one line naming it."""
 
 
+@dataclass(frozen=True)
+class Stored:
+    data: bytes
+    stamp: str
+    """Changes with every save: what ``stamp()`` answers until the next one."""
+
+
 class StateStore(Protocol):
     """Where saved scopes live; every call is bounded in time by the caller."""
 
     async def check(self) -> None:
         """Raise ``StateStoreError`` when the store cannot be used (at start-up)."""
 
-    async def load(self, key: str) -> bytes | None: ...
+    async def load(self, key: str) -> Stored | None: ...
 
-    async def save(self, key: str, data: bytes) -> None: ...
+    async def save(self, key: str, data: bytes) -> str:
+        """Store ``data`` under ``key``; the new stamp."""
+        ...
+
+    async def stamp(self, key: str) -> str | None:
+        """The stamp of what is saved under ``key`` now (``None``: nothing)."""
+        ...
 
     async def delete(self, key: str) -> None: ...
 
@@ -137,17 +155,26 @@ class DirectoryStore:
             raise ValueError(f"not a usable state key: {key!r}")
         return self.root / f"{key}.scope"
 
-    async def load(self, key: str) -> bytes | None:
-        path = self._path(key)
+    async def load(self, key: str) -> Stored | None:
+        return await asyncio.to_thread(self._read, self._path(key))
+
+    def _read(self, path: Path) -> Stored | None:
         try:
-            return await asyncio.to_thread(path.read_bytes)
+            with path.open("rb") as file:
+                return Stored(file.read(), _file_stamp(os.fstat(file.fileno())))
         except FileNotFoundError:
             return None
 
-    async def save(self, key: str, data: bytes) -> None:
-        await asyncio.to_thread(self._write, self._path(key), data)
+    async def stamp(self, key: str) -> str | None:
+        try:
+            return _file_stamp(await asyncio.to_thread(self._path(key).stat))
+        except FileNotFoundError:
+            return None
 
-    def _write(self, path: Path, data: bytes) -> None:
+    async def save(self, key: str, data: bytes) -> str:
+        return await asyncio.to_thread(self._write, self._path(key), data)
+
+    def _write(self, path: Path, data: bytes) -> str:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")  # mode 0600
         try:
@@ -155,20 +182,31 @@ class DirectoryStore:
                 out.write(data)
                 out.flush()
                 os.fsync(out.fileno())
+                stamp = _file_stamp(os.fstat(out.fileno()))  # a rename keeps inode and mtime
             os.replace(temporary, path)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
             raise
+        return stamp
 
     async def delete(self, key: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             await asyncio.to_thread(self._path(key).unlink)
 
 
+def _file_stamp(status: os.stat_result) -> str:
+    return f"{status.st_ino:x}-{status.st_mtime_ns:x}-{status.st_size:x}"
+
+
+def _as_bytes(value: bytes | str) -> bytes:
+    return value.encode() if isinstance(value, str) else value  # str only with decode_responses
+
+
 class RedisStore:
-    """Saved scopes in Redis (``redis://HOST:PORT/DB``), each expiring ``ttl`` seconds after its
-    last save, so several asyncai processes, on several machines, share them."""
+    """Saved scopes in Redis (``redis://HOST:PORT/DB``), each a hash of its dump and stamp that
+    expires ``ttl`` seconds after its last save, so several asyncai processes, on several machines,
+    share them. ``client`` is there for the other shared records (``serve.shared``)."""
 
     PREFIX = "asyncai:scope:"
 
@@ -177,33 +215,44 @@ class RedisStore:
 
         self.url = url
         self.ttl = max(int(ttl), 1)
-        self._client = aioredis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+        self.client = aioredis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
 
     async def check(self) -> None:
         try:
-            await self._client.ping()
+            await self.client.ping()
         except Exception as exc:
             raise StateStoreError(f"cannot reach state store {self.url}: {one_line(str(exc), 200)}") from None
 
-    async def load(self, key: str) -> bytes | None:
-        data = await self._client.get(self.PREFIX + key)
-        return data.encode() if isinstance(data, str) else data  # str only with decode_responses
+    async def load(self, key: str) -> Stored | None:
+        data, stamp = await self.client.hmget(self.PREFIX + key, ["data", "stamp"])
+        if data is None or stamp is None:
+            return None
+        return Stored(_as_bytes(data), _as_bytes(stamp).decode())
 
-    async def save(self, key: str, data: bytes) -> None:
-        await self._client.set(self.PREFIX + key, data, ex=self.ttl)
+    async def stamp(self, key: str) -> str | None:
+        stamp = await self.client.hget(self.PREFIX + key, "stamp")
+        return _as_bytes(stamp).decode() if stamp is not None else None
+
+    async def save(self, key: str, data: bytes) -> str:
+        stamp = uuid.uuid4().hex
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.hset(self.PREFIX + key, mapping={"data": data, "stamp": stamp})
+            pipe.expire(self.PREFIX + key, self.ttl)
+            await pipe.execute()
+        return stamp
 
     async def delete(self, key: str) -> None:
-        await self._client.delete(self.PREFIX + key)
+        await self.client.delete(self.PREFIX + key)
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self.client.aclose()
 
 
 def open_store(location: str | None, ttl: float) -> StateStore:
     """``redis://``/``rediss://`` URLs are Redis, anything else a directory; ``None`` the default."""
     if location is None:
         return DirectoryStore(default_state_dir(), ttl)
-    if location.startswith(("redis://", "rediss://", "unix://")):
+    if location.startswith(REDIS_SCHEMES):
         try:
             return RedisStore(location, ttl)
         except ValueError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import hmac
 import ipaddress
 import logging
@@ -15,17 +16,26 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.abc
 import uvicorn
-from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.connection import Connection
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.runner import serve_connection
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+from mcp.shared.transport_context import TransportContext
+from mcp.types import InitializeRequestParams
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..log import log_event
-from .server import CodeModeServer
+from .server import HTTP_PREFIX, CodeModeServer
+from .shared import SessionRecord, SharedSessions
 
 MCP_PATH = "/mcp"
 LOOPBACK_NAMES = ("localhost",)
@@ -109,25 +119,129 @@ class BearerToken:
         await self.app(scope, receive, send)
 
 
-class _ReleasingSessionManager(StreamableHTTPSessionManager):
-    """Releases a client session's REPL as soon as the SDK discards the session (DELETE, idle, crash)."""
+_opening_session: contextvars.ContextVar[str | None] = contextvars.ContextVar("opening_session", default=None)
+"""The id of the session whose opening request (``initialize``) this task serves."""
 
-    def __init__(self, server: CodeModeServer, **kwargs: Any) -> None:
+
+class _SessionManager(StreamableHTTPSessionManager):
+    """The SDK's session manager, plus: a client session's REPL is released as soon as the SDK
+    discards the session (DELETE, idle, crash); and with ``shared``, sessions are registered in
+    Redis and a session another instance opened is taken up (see ``serve.shared``)."""
+
+    def __init__(self, server: CodeModeServer, shared: SharedSessions | None, **kwargs: Any) -> None:
         super().__init__(app=server.server, **kwargs)
         self.code_mode = server
+        self.shared = shared
+        self._shared_ids: set[str] = set()
+        """Sessions registered in Redis: Redis may say they ended elsewhere."""
+        if shared is not None:
+            server.server.middleware.append(self._register_on_initialize)
 
     async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
         # The SDK discards a session from several places; the REPL goes with the first.
         known = session_id in self._server_instances
+        self._shared_ids.discard(session_id)
         await super()._discard_session(session_id, transport)
         if known:
             with anyio.CancelScope(shield=True):
-                await self.code_mode.release_session(f"http:{session_id}")
+                await self.code_mode.release_session(f"{HTTP_PREFIX}{session_id}")
+
+    async def _serve_opening_request(
+        self, http_transport: StreamableHTTPServerTransport, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        token = _opening_session.set(http_transport.mcp_session_id)  # the session's task inherits it
+        try:
+            await super()._serve_opening_request(http_transport, scope, receive, send)
+        finally:
+            _opening_session.reset(token)
+
+    async def _register_on_initialize(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """Server middleware: once ``initialize`` succeeded, and before its answer is sent, the
+        session goes into Redis, so the client's next request may reach any instance."""
+        result = await call_next(ctx)
+        session_id = _opening_session.get()
+        if ctx.method == "initialize" and session_id is not None and self.shared is not None:
+            version = result.get("protocolVersion") if isinstance(result, dict) else None
+            record = SessionRecord(str(version or ctx.protocol_version), dict(ctx.params or {}))
+            if await self.shared.register(session_id, record):
+                self._shared_ids.add(session_id)
+        return result
+
+    async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        session_id = Headers(scope=scope).get(MCP_SESSION_ID_HEADER)
+        if self.shared is None or session_id is None:
+            await super()._handle_stateful_request(scope, receive, send)
+            return
+        transport = self._server_instances.get(session_id)
+        if transport is None:
+            await self._take_up(session_id)
+        elif session_id in self._shared_ids and await self.shared.ended(session_id):
+            await self._discard_session(session_id, transport)  # the SDK then answers 404
+        known = session_id in self._server_instances
+        await super()._handle_stateful_request(scope, receive, send)
+        if known and scope["method"] == "DELETE" and session_id not in self._server_instances:
+            await self.shared.forget(session_id)
+
+    async def _take_up(self, session_id: str) -> None:
+        """Serve a session another instance opened: a transport with its id, and a connection
+        born initialized from its record (the client will not send ``initialize`` again)."""
+        assert self.shared is not None and self._task_group is not None
+        record = await self.shared.lookup(session_id)
+        if record is None:
+            return  # unknown everywhere: the SDK answers 404 and the client opens a new session
+        async with self._session_creation_lock:
+            if session_id in self._server_instances:
+                return
+            transport = StreamableHTTPServerTransport(
+                mcp_session_id=session_id,
+                is_json_response_enabled=self.json_response,
+                event_store=self.event_store,
+                security_settings=self.security_settings,
+                retry_interval=self.retry_interval,
+                idle_timeout=self.session_idle_timeout,
+            )
+            self._server_instances[session_id] = transport
+            self._shared_ids.add(session_id)
+        log_event("serve.session_taken_up", session=f"{HTTP_PREFIX}{session_id}")
+        await self._task_group.start(self._serve_taken_up, transport, record)
+
+    async def _serve_taken_up(
+        self,
+        transport: StreamableHTTPServerTransport,
+        record: SessionRecord,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        session_id = transport.mcp_session_id
+        assert session_id is not None
+        try:
+            async with transport.connect() as (read_stream, write_stream):
+                dispatcher: JSONRPCDispatcher[TransportContext] = JSONRPCDispatcher(
+                    read_stream, write_stream, inline_methods=frozenset({"initialize"})
+                )
+                connection = Connection.for_loop(
+                    dispatcher, session_id=session_id, protocol_version_hint=record.protocol_version
+                )
+                with contextlib.suppress(ValueError):  # a record from another version: no client info
+                    connection.client_params = InitializeRequestParams.model_validate(record.client_params)
+                connection.initialized.set()
+                task_status.started()
+                with transport.idle_scope or anyio.CancelScope():
+                    await serve_connection(
+                        self.app, dispatcher, connection=connection, lifespan_state=self._lifespan_state
+                    )
+        except Exception as exc:
+            log_event("serve.session_failed", logging.WARNING, session=session_id, error=str(exc))
+        finally:
+            await self._discard_session(session_id, transport)
 
 
-def http_app(server: CodeModeServer, options: HttpOptions) -> Starlette:
-    manager = _ReleasingSessionManager(
+def http_app(server: CodeModeServer, options: HttpOptions, shared: SharedSessions | None = None) -> Starlette:
+    manager = _SessionManager(
         server,
+        shared,
         security_settings=security_settings(options),
         session_idle_timeout=server.scopes.idle_timeout,
     )
@@ -165,10 +279,12 @@ def listen(options: HttpOptions) -> socket.socket:
     return sock
 
 
-async def serve_http(server: CodeModeServer, options: HttpOptions, sock: socket.socket) -> None:
+async def serve_http(
+    server: CodeModeServer, options: HttpOptions, sock: socket.socket, shared: SharedSessions | None = None
+) -> None:
     """Serve on ``sock`` until cancelled; a cancel shuts down gracefully (sessions end, REPLs close)."""
     config = uvicorn.Config(
-        http_app(server, options), log_level="warning", lifespan="on", timeout_graceful_shutdown=5
+        http_app(server, options, shared), log_level="warning", lifespan="on", timeout_graceful_shutdown=5
     )
     uvicorn_server = _Uvicorn(config)
     task = asyncio.ensure_future(uvicorn_server.serve(sockets=[sock]))

@@ -27,8 +27,10 @@ from ..tools.results import mcp_result, mcp_tool
 from ..tools.types import ToolCallOutput
 from .approval import ElicitationApprover
 from .scopes import DEFAULT_IDLE_TIMEOUT, SessionScopes
+from .shared import SessionBusy, SharedSessions, state_key
 
 STDIO_SESSION = "stdio"
+HTTP_PREFIX = "http:"
 RUN_CODE_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -54,7 +56,7 @@ def session_key(ctx: ServerRequestContext[Any, Any]) -> str | None:
         return STDIO_SESSION
     headers = getattr(request, "headers", None)
     session_id = headers.get("mcp-session-id") if headers is not None else None
-    return f"http:{session_id}" if session_id else None
+    return f"{HTTP_PREFIX}{session_id}" if session_id else None
 
 
 class CodeModeServer:
@@ -67,8 +69,11 @@ class CodeModeServer:
         expose_direct: bool = False,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         version: str = "",
+        shared: SharedSessions | None = None,
     ) -> None:
         self.executor = executor
+        self.shared = shared
+        """Where HTTP sessions are shared with other instances (``None``: this process only)."""
         self.expose_direct = expose_direct
         self.scopes = SessionScopes(executor, idle_timeout)
         self._clients: dict[str, ServerSession] = {}
@@ -142,6 +147,8 @@ class CodeModeServer:
             finally:
                 await scope.aclose()
             note = None
+        elif self.shared is not None and key.startswith(HTTP_PREFIX):
+            output, note = await self._run_shared(key, arguments, approver)
         else:
             scope = await self.scopes.scope(key)
             with scope.hold():
@@ -155,6 +162,27 @@ class CodeModeServer:
             structured_content={"result": text, "nested_calls": audit},
             is_error=output.is_error,
         )
+
+    async def _run_shared(
+        self, key: str, arguments: dict[str, Any], approver: ElicitationApprover
+    ) -> tuple[ToolCallOutput, str | None]:
+        """A run of a session shared through Redis (``serve.shared``): under the session's lease,
+        take up the REPL another instance saved since, run, and save it for the next instance."""
+        assert self.shared is not None
+        session_id = key.removeprefix(HTTP_PREFIX)
+        try:
+            async with self.shared.lease(session_id) as leased:
+                scope = await self.scopes.scope(key)
+                with scope.hold():
+                    if leased:
+                        await scope.sync_state(state_key(session_id))
+                    output = await scope.call_tool(RUN_CODE, arguments, approver=approver)
+                    if leased:  # unleased, a save could overwrite another instance's
+                        await scope.save_state(state_key(session_id))
+                        await self.shared.touch(session_id)
+        except SessionBusy as exc:
+            return ToolCallOutput.error(f"error: {exc}"), None
+        return output, self.scopes.changed_note(key, scope.context_note())
 
 
 async def serve_stdio(server: CodeModeServer) -> None:
