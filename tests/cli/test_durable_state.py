@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from asyncai.code_mode.state_store import MAGIC, default_state_dir, open_store
+from asyncai.code_mode.state_store import MAGIC, default_state_dir, new_stamp, open_store
 from tests.cli.conftest import BIN, SIMPLE, CliResult
 from tests.cli.test_interactive import _on_a_terminal
 from tests.cli.test_sessions import ask, session_of
@@ -49,6 +49,12 @@ def _saved(session: str) -> Path:
     return default_state_dir(os.environ) / f"{session}.scope"
 
 
+def _overwrite(session: str, scope: bytes) -> None:
+    """Put ``scope`` where the session's saved scope is, as the directory store writes it (the
+    bytes, then a stamp)."""
+    _saved(session).write_bytes(scope + new_stamp().encode())
+
+
 def test_variables_survive_a_resume_in_a_new_process(project: Path) -> None:
     session = _bind(project)
     saved = _saved(session)
@@ -75,7 +81,7 @@ def test_a_corrupt_or_foreign_saved_scope_is_a_warning_and_an_empty_scope(
     project: Path, content: bytes, reason: str
 ) -> None:
     session = _bind(project)
-    _saved(session).write_bytes(content)
+    _overwrite(session, content)
     result, requests = _resume(project, session)
     assert result.status == 0, result.stderr
     [warning] = [json.loads(line) for line in result.stderr.splitlines() if "state.discarded" in line]
@@ -86,9 +92,8 @@ def test_a_corrupt_or_foreign_saved_scope_is_a_warning_and_an_empty_scope(
 
 def test_a_dump_that_does_not_load_restarts_the_sandbox_and_says_so(project: Path) -> None:
     session = _bind(project)
-    saved = _saved(session)
-    header, _, _ = saved.read_bytes()[len(MAGIC) :].partition(b"\n")
-    saved.write_bytes(MAGIC + header + b"\n" + b"\x00garbage that is no monty dump")
+    header, _, _ = _saved(session).read_bytes()[len(MAGIC) :].partition(b"\n")
+    _overwrite(session, MAGIC + header + b"\n" + b"\x00garbage that is no monty dump")
     result, requests = _resume(project, session)
     assert result.status == 0, result.stderr
     assert "code_mode.restore_failed" in result.stderr

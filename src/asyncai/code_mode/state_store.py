@@ -91,6 +91,13 @@ class Stored:
     """Changes with every save: what ``stamp()`` answers until the next one."""
 
 
+STAMP_LENGTH = 32
+
+
+def new_stamp() -> str:
+    return uuid.uuid4().hex
+
+
 class StateStore(Protocol):
     """Where saved scopes live; every call is bounded in time by the caller."""
 
@@ -119,8 +126,8 @@ def default_state_dir(environ: Mapping[str, str] = os.environ) -> Path:
 
 
 class DirectoryStore:
-    """One file per session; files not saved for ``ttl`` seconds (and temporary files a killed
-    process left) are removed when the store is opened."""
+    """One file per session (the envelope, then its stamp); files not saved for ``ttl``
+    seconds (and temporary files a killed process left) are removed when the store is opened."""
 
     def __init__(self, root: Path, ttl: float | None = None) -> None:
         self.root = root
@@ -156,25 +163,31 @@ class DirectoryStore:
         return self.root / f"{key}.scope"
 
     async def load(self, key: str) -> Stored | None:
-        return await asyncio.to_thread(self._read, self._path(key))
-
-    def _read(self, path: Path) -> Stored | None:
         try:
-            with path.open("rb") as file:
-                return Stored(file.read(), _file_stamp(os.fstat(file.fileno())))
+            data = await asyncio.to_thread(self._path(key).read_bytes)
         except FileNotFoundError:
             return None
+        scope, stamp = data[:-STAMP_LENGTH], data[-STAMP_LENGTH:]
+        return Stored(scope, stamp.decode(errors="replace"))
 
     async def stamp(self, key: str) -> str | None:
         try:
-            return _file_stamp(await asyncio.to_thread(self._path(key).stat))
+            return await asyncio.to_thread(self._read_stamp, self._path(key))
         except FileNotFoundError:
             return None
 
-    async def save(self, key: str, data: bytes) -> str:
-        return await asyncio.to_thread(self._write, self._path(key), data)
+    @staticmethod
+    def _read_stamp(path: Path) -> str:
+        with path.open("rb") as file:
+            file.seek(max(os.fstat(file.fileno()).st_size - STAMP_LENGTH, 0))
+            return file.read().decode(errors="replace")
 
-    def _write(self, path: Path, data: bytes) -> str:
+    async def save(self, key: str, data: bytes) -> str:
+        stamp = new_stamp()
+        await asyncio.to_thread(self._write, self._path(key), data + stamp.encode())
+        return stamp
+
+    def _write(self, path: Path, data: bytes) -> None:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")  # mode 0600
         try:
@@ -182,21 +195,15 @@ class DirectoryStore:
                 out.write(data)
                 out.flush()
                 os.fsync(out.fileno())
-                stamp = _file_stamp(os.fstat(out.fileno()))  # a rename keeps inode and mtime
             os.replace(temporary, path)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
             raise
-        return stamp
 
     async def delete(self, key: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             await asyncio.to_thread(self._path(key).unlink)
-
-
-def _file_stamp(status: os.stat_result) -> str:
-    return f"{status.st_ino:x}-{status.st_mtime_ns:x}-{status.st_size:x}"
 
 
 def _as_bytes(value: bytes | str) -> bytes:
@@ -234,7 +241,7 @@ class RedisStore:
         return _as_bytes(stamp).decode() if stamp is not None else None
 
     async def save(self, key: str, data: bytes) -> str:
-        stamp = uuid.uuid4().hex
+        stamp = new_stamp()
         async with self.client.pipeline(transaction=True) as pipe:
             pipe.hset(self.PREFIX + key, mapping={"data": data, "stamp": stamp})
             pipe.expire(self.PREFIX + key, self.ttl)
