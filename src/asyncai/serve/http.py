@@ -1,6 +1,7 @@
 """serve-mcp over Streamable HTTP: loopback by default, a bearer token on every request, the
-``Origin`` and ``Host`` headers checked (DNS-rebinding protection, as the MCP spec requires), and
-each client session's REPL released when the session ends."""
+``Origin`` and ``Host`` headers checked (DNS-rebinding protection, as the MCP spec requires),
+each client session's REPL released when the session ends, and, with a Redis state store, sessions
+any instance opened served by this one (``serve.shared``)."""
 
 from __future__ import annotations
 
