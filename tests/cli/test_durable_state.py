@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from asyncai.code_mode.state_store import MAGIC, default_state_dir, new_stamp, open_store
+from asyncai.code_mode.state_store import MAGIC, SUFFIX, default_state_dir, new_stamp, open_store
 from tests.cli.conftest import BIN, SIMPLE, CliResult
 from tests.cli.test_interactive import _on_a_terminal
 from tests.cli.test_sessions import ask, session_of
@@ -46,7 +46,7 @@ def _resume(project: Path, session: str, *extra: str) -> tuple[CliResult, list[d
 
 
 def _saved(session: str) -> Path:
-    return default_state_dir(os.environ) / f"{session}.scope"
+    return default_state_dir(os.environ) / f"{session}{SUFFIX}"
 
 
 def _overwrite(session: str, scope: bytes) -> None:
@@ -164,14 +164,15 @@ def test_redis_that_goes_away_gives_warnings_and_an_unreachable_one_a_one_line_e
 def test_the_state_directory_expires_old_scopes_and_left_over_temporary_files(tmp_path: Path) -> None:
     root = tmp_path / "scopes"
     root.mkdir()
-    old, fresh, leftover = root / "old.scope", root / "fresh.scope", root / ".abc.tmp"
-    for path in (old, fresh, leftover):
+    old, legacy, leftover = root / f"old{SUFFIX}", root / "legacy.scope", root / ".abc.tmp"
+    fresh = root / f"fresh{SUFFIX}"
+    for path in (old, legacy, leftover, fresh):
         path.write_bytes(b"x")
     day_ago = time.time() - 24 * 3600
-    os.utime(old, (day_ago, day_ago))
-    os.utime(leftover, (day_ago, day_ago))
+    for path in (old, legacy, leftover):
+        os.utime(path, (day_ago, day_ago))
     asyncio.run(open_store(str(root), ttl=3600).check())
-    assert sorted(p.name for p in root.iterdir()) == ["fresh.scope"]
+    assert sorted(p.name for p in root.iterdir()) == [fresh.name]
 
 
 def test_restart_in_the_chat_clears_the_saved_state_too(project: Path) -> None:

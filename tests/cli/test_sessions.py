@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from asyncai.code_mode.state_store import default_state_dir
+from asyncai.code_mode.state_store import SUFFIX, default_state_dir
 from asyncai.transcripts import RESTART_NOTE
 from tests.cli.conftest import SIMPLE, CliResult, asyncai
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
@@ -151,7 +151,7 @@ def test_resume_sends_the_same_messages_and_continues_the_file(
     session_id, first_requests = record_first_session(project, http_url)
     # As for a session recorded before REPL state was saved (tests/cli/test_durable_state.py has
     # the restored case): the sandbox starts empty, and the prompt says so.
-    (default_state_dir(os.environ) / f"{session_id}.scope").unlink()
+    (default_state_dir(os.environ) / f"{session_id}{SUFFIX}").unlink()
     with ScriptedOpenAI([text_reply("Still two.")]) as model:
         result = ask(model, project, "--resume", session_id, "-p", "how many calls?")
         [request] = model.requests

@@ -70,16 +70,17 @@ def round_robin(upstreams: list[str]) -> Iterator[RoundRobin]:
     """Serve a ``RoundRobin`` over ``upstreams`` on a free loopback port, in a thread of its own.
     The socket listens before this yields, so no request can come too early."""
     proxy = RoundRobin(upstreams)
-    sock = socket.socket()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY, as serve-mcp
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     proxy.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server = uvicorn.Server(uvicorn.Config(proxy, log_level="warning", lifespan="off"))
+    # "critical": its shutdown cancels open GET streams, which uvicorn would print as tracebacks.
+    server = uvicorn.Server(uvicorn.Config(proxy, log_level="critical", lifespan="off"))
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
     thread.start()
     try:
         yield proxy
     finally:
-        server.should_exit = True
+        server.should_exit = server.force_exit = True  # open SSE streams do not hold it up
         thread.join(10)
         sock.close()

@@ -34,6 +34,7 @@ from .test_http import ENV, INITIALIZE, PROTOCOL, RAW_HEADERS, TOKEN, client, lo
 pytestmark = pytest.mark.anyio
 
 LEASE_WAIT = 3.0
+TTL = 5000
 
 
 @dataclass
@@ -52,15 +53,8 @@ def base(url: str) -> str:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with slow_site() as site, redis_server(tmp_path_factory.mktemp("redis")) as store:
-        args = (
-            "--verbose",
-            "--state-store",
-            store.url,
-            "--lease-wait",
-            str(LEASE_WAIT),
-            "--mcp-stdio",
-            SIMPLE,
-        )
+        args = ("--verbose", "--state-store", store.url, "--lease-wait", str(LEASE_WAIT),
+                "--state-ttl", str(TTL), "--mcp-stdio", SIMPLE)  # fmt: skip
         with (
             serve_http(*args, env=ENV) as a,
             serve_http(*args, env=ENV) as b,
@@ -93,9 +87,9 @@ class Raw:
     def headers(self) -> dict[str, str]:
         return {**RAW_HEADERS, "Mcp-Session-Id": self.session_id, "MCP-Protocol-Version": PROTOCOL}
 
-    async def run(self, url: str, code: str) -> tuple[str, bool]:
+    async def run(self, url: str, code: str, request_id: int | None = None) -> tuple[str, bool]:
         """``run_code`` at ``url``: the value (without the variables note) and whether it is an error."""
-        request_id = next(self.ids)
+        request_id = request_id if request_id is not None else next(self.ids)
         call = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
                 "params": {"name": "run_code", "arguments": {"code": code}}}  # fmt: skip
         response = await self.http.post(url, json=call, headers=self.headers())
@@ -103,6 +97,8 @@ class Raw:
         for line in response.text.splitlines():
             message = json.loads(line.removeprefix("data: ")) if line.startswith("data: {") else {}
             if message.get("id") == request_id:
+                if "error" in message:
+                    raise AssertionError(f"error answer: {message['error']}")
                 result = message["result"]
                 return result["content"][0]["text"].split("\n\n")[0], bool(result.get("isError"))
         raise AssertionError(f"no answer to request {request_id}: {response.text[:300]}")
@@ -146,16 +142,42 @@ async def test_a_session_keeps_its_variables_across_instances(cluster: Cluster) 
     assert key in {e["session"] for e in taken_up}, "the instance that did not open it took it up"
 
 
-async def test_records_expire_after_the_state_ttl(cluster: Cluster) -> None:
-    async with raw_session() as raw:
-        session_id = await raw.open(f"{base(cluster.a.url)}/mcp")
-        assert await raw.run(cluster.b.url, "x = 1\nx") == ("1", False)
+async def test_records_expire_state_ttl_after_the_last_run(cluster: Cluster) -> None:
     keys = redis.Redis.from_url(cluster.redis.url)
     try:
-        for key in (f"asyncai:session:{session_id}", f"asyncai:scope:mcp-{session_id}"):
-            assert 0 < int(keys.ttl(key)) <= 86400, key  # type: ignore[arg-type]
+        async with raw_session() as raw:
+            session_id = await raw.open(cluster.a.url)
+            session, repl = f"asyncai:session:{session_id}", f"asyncai:repl:mcp-{session_id}"
+            assert 0 < keys.ttl(session) <= TTL
+            keys.expire(session, 100)
+            assert await raw.run(cluster.b.url, "x = 1\nx") == ("1", False)
+            for key in (session, repl):
+                assert 100 < keys.ttl(key) <= TTL, key
+            keys.delete(session)  # as if it expired: the session is gone from both instances
+            ping = {"jsonrpc": "2.0", "id": 99, "method": "ping"}
+            for url in (cluster.a.url, cluster.b.url):
+                assert (await raw.http.post(url, json=ping, headers=raw.headers())).status_code == 404
     finally:
         keys.close()
+
+
+async def test_handing_a_session_over_does_not_grow_its_saved_repl(cluster: Cluster) -> None:
+    """The instance taking a session up keeps the tool wrappers in the dump when they are its own
+    (defining them again would add a preamble's worth, ~26 KB, to the dump at every hand-over)."""
+    keys = redis.Redis.from_url(cluster.redis.url)
+    try:
+        async with raw_session() as raw:
+            session_id = await raw.open(cluster.a.url)
+            assert await raw.run(cluster.a.url, "x = 0\nx") == ("0", False)
+            size = f"asyncai:repl:mcp-{session_id}"
+            first = int(keys.hstrlen(size, "data"))
+            for turn in range(1, 7):
+                url = (cluster.b.url, cluster.a.url)[turn % 2]
+                assert await raw.run(url, "x = x + 1\nx") == (str(turn), False)
+            grown = int(keys.hstrlen(size, "data")) - first
+    finally:
+        keys.close()
+    assert grown < 6 * 2_000, f"the saved REPL grew {grown} bytes over 6 hand-overs"
 
 
 async def test_a_run_waits_for_the_same_sessions_run_on_the_other_instance(cluster: Cluster) -> None:
@@ -195,15 +217,51 @@ async def test_a_run_that_waits_too_long_gets_a_clear_error_and_changes_nothing(
 
 
 async def test_a_session_its_client_ended_is_gone_from_every_instance(cluster: Cluster) -> None:
+    keys = redis.Redis.from_url(cluster.redis.url)
     async with raw_session() as raw:
-        await raw.open(cluster.a.url)
+        session_id = await raw.open(cluster.a.url)
         assert await raw.run(cluster.b.url, "x = 7\nx") == ("7", False)
+        assert keys.exists(f"asyncai:repl:mcp-{session_id}")
         ended = await raw.http.delete(cluster.b.url, headers=raw.headers())
         assert ended.status_code == 200
         for url in (cluster.a.url, cluster.b.url):
             ping = {"jsonrpc": "2.0", "id": 99, "method": "ping"}
             gone = await raw.http.post(url, json=ping, headers=raw.headers())
-            assert gone.status_code == 404, url
+            assert gone.status_code == 404, (
+                url,
+                cluster.a.url,
+                gone.text,
+                "".join(cluster.a.stderr_lines[-30:]),
+            )
+    assert not keys.exists(f"asyncai:session:{session_id}", f"asyncai:repl:mcp-{session_id}")
+    keys.close()
+
+
+async def test_a_cancelled_run_releases_its_lease(cluster: Cluster) -> None:
+    site = cluster.site
+    async with raw_session() as raw:
+        await raw.open(cluster.a.url)
+        assert await raw.run(cluster.a.url, "n = 0\nn") == ("0", False)
+        running = asyncio.create_task(
+            raw.run(cluster.a.url, f"await http_get(url='{site.url}/slow/cancelled')\nn = 1", request_id=500)
+        )
+        await anyio.to_thread.run_sync(site.entered["cancelled"].wait, 30)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 500}}
+        assert (await raw.http.post(cluster.a.url, json=cancel, headers=raw.headers())).status_code == 202
+        with pytest.raises(AssertionError, match=r"error answer: .*cancel"):
+            await running
+        # Within the lease wait, not after LEASE_SECONDS: the cancelled run let go of the session.
+        assert await raw.run(cluster.b.url, "n") == ("0", False)
+        site.release["cancelled"].set()
+
+
+async def test_requests_racing_to_take_up_a_session_all_get_served(cluster: Cluster) -> None:
+    async with raw_session() as raw:
+        await raw.open(cluster.a.url)
+        assert await raw.run(cluster.a.url, "k = 20\nk") == ("20", False)
+        # The other instance has never seen this session: these all arrive before it holds it.
+        answers = await asyncio.gather(*(raw.run(cluster.b.url, f"k + {i}") for i in range(4)))
+    assert sorted(answers) == [(str(20 + i), False) for i in range(4)]
 
 
 async def test_redis_going_away_mid_run_leaves_warnings_and_a_working_server(tmp_path: Path) -> None:
@@ -245,6 +303,7 @@ async def test_redis_going_away_mid_run_leaves_warnings_and_a_working_server(tmp
             "asyncai: cannot reach state store redis://127.0.0.1:",
         ),
         (["--state-store", "/tmp/some-dir"], "asyncai: serve-mcp shares sessions through Redis only"),
+        (["--lease-wait", "3"], "asyncai: --lease-wait is for sessions shared with --state-store"),
     ],
 )
 def test_a_store_it_cannot_use_is_a_one_line_error(args: list[str], message: str) -> None:

@@ -98,25 +98,23 @@ def _token(settings: Settings) -> str | None:
 
 
 def shared_store_url(settings: Settings, http: bool) -> str | None:
-    """The Redis URL sessions are shared through, if any. A directory is the agent's kind of
-    store (a config file may set one for it): serve-mcp ignores it unless it was typed."""
+    """The Redis URL sessions are shared through, if any. Only a typed ``--state-store`` counts:
+    one in the config file is the agent's (where to keep resumed sessions' REPLs)."""
     from ..code_mode.state_store import REDIS_SCHEMES
 
-    location = settings.text("state_store")
+    location = settings.text("state_store") if "state_store" in settings.flags else None
     if location is None:
+        for key in ("lease_wait", "state_ttl"):
+            if key in settings.flags:
+                raise UsageError(f"--{key.replace('_', '-')} is for sessions shared with --state-store")
         return None
-    typed = "state_store" in settings.flags
     if not location.startswith(REDIS_SCHEMES):
-        if typed:
-            raise UsageError(
-                "serve-mcp shares sessions through Redis only: "
-                f"--state-store redis://HOST:PORT/DB, not {location!r}"
-            )
-        return None
+        raise UsageError(
+            "serve-mcp shares sessions through Redis only: "
+            f"--state-store redis://HOST:PORT/DB, not {location!r}"
+        )
     if not http:
-        if typed:
-            raise UsageError("--state-store shares HTTP sessions between instances: it needs --http")
-        return None
+        raise UsageError("--state-store shares HTTP sessions between instances: it needs --http")
     return location
 
 
@@ -157,7 +155,7 @@ async def run(settings: Settings) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-            await serve_http(server, options, sock, shared)
+            await serve_http(server, options, sock)
     finally:
         if sock is not None:
             sock.close()
@@ -181,4 +179,4 @@ async def _shared_sessions(
         await store.check()
     except StateStoreError as exc:
         raise UsageError(str(exc)) from None
-    return SharedSessions(store, ttl=ttl, lease_wait=settings.number("lease_wait", DEFAULT_LEASE_WAIT))
+    return SharedSessions(store, lease_wait=settings.number("lease_wait", DEFAULT_LEASE_WAIT))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -87,6 +88,16 @@ class ScopeSetup:
     approver: Approver | None = None
     """Asked about mutating calls under ``--mutations ask`` when a call brings no approver of its own."""
     _stubs: tuple[int, str] | None = None
+    _preamble: tuple[int, str, str] | None = None
+
+    def preamble(self) -> tuple[str, str]:
+        """The current catalog's scope preamble (helpers and one wrapper per tool) and its
+        fingerprint, made once per catalog version."""
+        if self._preamble is None or self._preamble[0] != self.catalog_version:
+            source = scope_preamble(self.catalog)
+            fingerprint = hashlib.sha256(source.encode()).hexdigest()[:32]
+            self._preamble = (self.catalog_version, source, fingerprint)
+        return self._preamble[1], self._preamble[2]
 
     def type_check_stubs(self) -> str:
         """The current catalog's type-check stubs, made once per catalog version."""
@@ -414,7 +425,7 @@ class ReplScope(ToolExecutor):
 
     async def _start(self, session: pm.AsyncMontySession) -> None:
         """A fresh REPL: the helpers, one wrapper per tool, the operator's preamble."""
-        await session.feed_run(scope_preamble(self.setup.catalog), skip_type_check=True)
+        await session.feed_run(self.setup.preamble()[0], skip_type_check=True)
         if self.setup.operator_preamble:
             await session.feed_run(
                 self.setup.operator_preamble,
@@ -444,34 +455,42 @@ class ReplScope(ToolExecutor):
             log_event("state.discarded", logging.WARNING, session=key, reason=str(exc))
             return "discarded"
         self._parked, self._note, self._bound = saved.dump, saved.note, dict.fromkeys(saved.bound)
-        # The dump holds the saving process's helpers and wrappers: this process's replace them.
-        self._catalog_version = -1
+        # The dump holds the saving process's helpers and wrappers: unless they are this process's
+        # own, this process's replace them.
+        same = saved.preamble is not None and saved.preamble == self.setup.preamble()[1]
+        self._catalog_version = self.setup.catalog_version if same else -1
         self._changed = False
         return "restored"
 
-    async def sync_state(self, key: str) -> StateLoad:
+    async def sync_state(self, key: str) -> bool:
         """Before a run, where several processes share the store (serve-mcp behind a load balancer,
         under the session's lease): if the saved scope changed since this process last saved or
-        loaded it, drop the copy held here and take up the saved one. An unreachable store keeps
-        the copy held here."""
+        loaded it, drop the copy held here and take up the saved one. True when the copy here is
+        now the saved one; False when that is unknown (the store failed): the run then must not
+        save, or it could overwrite newer state with older."""
         store = self.setup.store
         if store is None:
-            return "none"
+            return False
         try:
             async with asyncio.timeout(STORE_TIMEOUT):
                 stamp = await store.stamp(key)
         except Exception as exc:
             log_event("state.load_failed", logging.WARNING, session=key, error=_describe(exc))
-            return "none"
+            return False
         if stamp == self._stamp:
-            return "none"
+            return True
         async with self._lock:
             await self._reset()
+        if stamp is None:  # saved state that is gone (too big to save, expired): nothing to trust
+            self._restarted = True
+            return True
+        loaded = await self.load_state(key)
+        self._restarted = loaded != "restored"
+        return loaded != "none"  # "none": it did not load, but may still be there
+
+    def forget_stamp(self) -> None:
+        """The copy here went on without being saved: the next ``sync_state`` takes up the saved one."""
         self._stamp = None
-        # Saved state that is gone (too big to save, expired) leaves nothing this copy could trust.
-        loaded = await self.load_state(key) if stamp is not None else "discarded"
-        self._restarted = loaded == "discarded"
-        return loaded
 
     async def save_state(self, key: str) -> None:
         """Save the scope under ``key`` if a snippet ran since the last save; a scope with nothing
@@ -508,7 +527,9 @@ class ReplScope(ToolExecutor):
                     await store.delete(key)
                     self._stamp = None
                 else:
-                    saved = SavedScope(dump, self._note, tuple(self._bound))
+                    current = self._catalog_version == self.setup.catalog_version
+                    preamble = self.setup.preamble()[1] if current else None
+                    saved = SavedScope(dump, self._note, tuple(self._bound), preamble)
                     self._stamp = await store.save(key, pack(saved))
         except Exception as exc:
             log_event("state.not_saved", logging.WARNING, session=key, reason=_describe(exc))
@@ -535,7 +556,7 @@ class ReplScope(ToolExecutor):
     async def _feed_new_wrappers(self, session: pm.AsyncMontySession) -> None:
         """The wrapped servers' tools changed: define the current functions (variables stay)."""
         try:
-            await session.feed_run(scope_preamble(self.setup.catalog), skip_type_check=True)
+            await session.feed_run(self.setup.preamble()[0], skip_type_check=True)
         except Exception as exc:
             await self._reset(discard=True)
             self._restarted = True
@@ -565,6 +586,7 @@ class ReplScope(ToolExecutor):
     async def _reset(self, *, discard: bool = False) -> None:
         session, self._session = self._session, None
         self._parked = None
+        self._stamp = None  # nothing held here matches a save any more (``sync_state`` reloads)
         self._bound.clear()
         self._note = None
         self.setup.room.leave(self)

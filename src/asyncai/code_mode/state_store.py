@@ -7,9 +7,10 @@ pydantic-monty version, or bytes that are not an envelope, are discarded with a 
 scope starts empty. The dump goes only to Monty's own ``load_session``,
 and the restored REPL's helpers and tool wrappers are defined afresh by this process.
 
-``DirectoryStore`` keeps one file per session under ``$XDG_STATE_HOME/asyncai/scopes/`` (else
-``~/.local/state/asyncai/scopes/``), written atomically and readable only by the user, and removes
-files not saved for the TTL; ``RedisStore`` lets Redis expire them.
+``DirectoryStore`` keeps one file per session, ``<session id>.repl``, under
+``$XDG_STATE_HOME/asyncai/scopes/`` (else ``~/.local/state/asyncai/scopes/``), written atomically
+and readable only by the user, and removes files not saved for the TTL; ``RedisStore`` lets Redis
+expire them.
 
 Every save gets a new *stamp*; a process that holds a scope in memory compares stamps to learn
 whether someone else saved it since (``ReplScope.sync_state``) without reading the dump.
@@ -34,6 +35,8 @@ from ..humanize import one_line
 
 MAGIC = b"asyncai-scope\n"
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+SUFFIX = ".repl"
+"""A saved scope's file name ends so (``*.scope`` files, from before stamps, only expire)."""
 FORMAT = 1
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -48,6 +51,9 @@ class SavedScope:
     note: str | None = None
     """The variables note when it was saved: what the model is told is still there."""
     bound: tuple[str, ...] = ()
+    preamble: str | None = None
+    """The fingerprint of the tool wrappers and helpers in the dump: a process whose own are the
+    same need not define them again (each definition would stay in the dump)."""
 
 
 def monty_version() -> str:
@@ -57,7 +63,13 @@ def monty_version() -> str:
 
 
 def pack(saved: SavedScope) -> bytes:
-    header = {"format": FORMAT, "pydantic_monty": monty_version(), "note": saved.note, "bound": saved.bound}
+    header = {
+        "format": FORMAT,
+        "pydantic_monty": monty_version(),
+        "note": saved.note,
+        "bound": saved.bound,
+        "preamble": saved.preamble,
+    }
     return MAGIC + json.dumps(header).encode() + b"\n" + saved.dump
 
 
@@ -77,7 +89,10 @@ def unpack(data: bytes) -> SavedScope:
     note = header.get("note")
     bound = header.get("bound")
     names = tuple(name for name in bound if isinstance(name, str)) if isinstance(bound, list) else ()
-    return SavedScope(dump, note if isinstance(note, str) else None, names)
+    preamble = header.get("preamble")
+    return SavedScope(
+        dump, note if isinstance(note, str) else None, names, preamble if isinstance(preamble, str) else None
+    )
 
 
 class StateStoreError(Exception):
@@ -149,7 +164,7 @@ class DirectoryStore:
             self._expire(time.time() - self.ttl)
 
     def _expire(self, before: float) -> None:
-        for path in [*self.root.glob("*.scope"), *self.root.glob(".*.tmp")]:
+        for path in [*self.root.glob(f"*{SUFFIX}"), *self.root.glob("*.scope"), *self.root.glob(".*.tmp")]:
             with contextlib.suppress(OSError):  # another process may remove it first
                 if path.stat().st_mtime < before:
                     path.unlink()
@@ -160,7 +175,7 @@ class DirectoryStore:
     def _path(self, key: str) -> Path:
         if not _KEY.match(key):
             raise ValueError(f"not a usable state key: {key!r}")
-        return self.root / f"{key}.scope"
+        return self.root / f"{key}{SUFFIX}"
 
     async def load(self, key: str) -> Stored | None:
         try:
@@ -215,7 +230,7 @@ class RedisStore:
     expires ``ttl`` seconds after its last save, so several asyncai processes, on several machines,
     share them. ``client`` is there for the other shared records (``serve.shared``)."""
 
-    PREFIX = "asyncai:scope:"
+    PREFIX = "asyncai:repl:"
 
     def __init__(self, url: str, ttl: float, timeout: float = 5.0) -> None:
         import redis.asyncio as aioredis  # only when Redis is configured
@@ -229,6 +244,10 @@ class RedisStore:
             await self.client.ping()
         except Exception as exc:
             raise StateStoreError(f"cannot reach state store {self.url}: {one_line(str(exc), 200)}") from None
+
+    def key(self, key: str) -> str:
+        """The Redis key of the scope saved under ``key``."""
+        return self.PREFIX + key
 
     async def load(self, key: str) -> Stored | None:
         data, stamp = await self.client.hmget(self.PREFIX + key, ["data", "stamp"])

@@ -32,11 +32,11 @@ from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..log import log_event
 from .server import HTTP_PREFIX, CodeModeServer
-from .shared import SessionRecord, SharedSessions
+from .shared import SessionRecord
 
 MCP_PATH = "/mcp"
 LOOPBACK_NAMES = ("localhost",)
@@ -129,13 +129,13 @@ class _SessionManager(StreamableHTTPSessionManager):
     discards the session (DELETE, idle, crash); and with ``shared``, sessions are registered in
     Redis and a session another instance opened is taken up (see ``serve.shared``)."""
 
-    def __init__(self, server: CodeModeServer, shared: SharedSessions | None, **kwargs: Any) -> None:
+    def __init__(self, server: CodeModeServer, **kwargs: Any) -> None:
         super().__init__(app=server.server, **kwargs)
         self.code_mode = server
-        self.shared = shared
+        self.shared = server.shared
         self._shared_ids: set[str] = set()
         """Sessions registered in Redis: Redis may say they ended elsewhere."""
-        if shared is not None:
+        if self.shared is not None:
             server.server.middleware.append(self._register_on_initialize)
 
     async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
@@ -166,7 +166,7 @@ class _SessionManager(StreamableHTTPSessionManager):
         if ctx.method == "initialize" and session_id is not None and self.shared is not None:
             version = result.get("protocolVersion") if isinstance(result, dict) else None
             record = SessionRecord(str(version or ctx.protocol_version), dict(ctx.params or {}))
-            if await self.shared.register(session_id, record):
+            if await self.shared.register(session_id, record) and session_id in self._server_instances:
                 self._shared_ids.add(session_id)
         return result
 
@@ -180,10 +180,22 @@ class _SessionManager(StreamableHTTPSessionManager):
             await self._take_up(session_id)
         elif session_id in self._shared_ids and await self.shared.ended(session_id):
             await self._discard_session(session_id, transport)  # the SDK then answers 404
-        known = session_id in self._server_instances
+        if scope["method"] == "DELETE" and session_id in self._server_instances:
+            send = self._forgetting(session_id, send)
         await super()._handle_stateful_request(scope, receive, send)
-        if known and scope["method"] == "DELETE" and session_id not in self._server_instances:
-            await self.shared.forget(session_id)
+
+    def _forgetting(self, session_id: str, send: Send) -> Send:
+        """``send`` for a DELETE: a session its client ended is gone from Redis before the answer
+        goes out, so no request the client sends after it finds the session on another instance."""
+        shared = self.shared
+        assert shared is not None
+
+        async def forget_then_send(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                await shared.forget(session_id)
+            await send(message)
+
+        return forget_then_send
 
     async def _take_up(self, session_id: str) -> None:
         """Serve a session another instance opened: a transport with its id, and a connection
@@ -192,6 +204,7 @@ class _SessionManager(StreamableHTTPSessionManager):
         record = await self.shared.lookup(session_id)
         if record is None:
             return  # unknown everywhere: the SDK answers 404 and the client opens a new session
+        # Held until the transport is connected: a request arriving meanwhile finds it ready.
         async with self._session_creation_lock:
             if session_id in self._server_instances:
                 return
@@ -205,8 +218,13 @@ class _SessionManager(StreamableHTTPSessionManager):
             )
             self._server_instances[session_id] = transport
             self._shared_ids.add(session_id)
+            try:
+                await self._task_group.start(self._serve_taken_up, transport, record)
+            except Exception as exc:  # it could not start: the request gets the SDK's 404
+                log_event("serve.session_failed", logging.WARNING, session=session_id, error=str(exc))
+                await self._discard_session(session_id, transport)
+                return
         log_event("serve.session_taken_up", session=f"{HTTP_PREFIX}{session_id}")
-        await self._task_group.start(self._serve_taken_up, transport, record)
 
     async def _serve_taken_up(
         self,
@@ -239,10 +257,9 @@ class _SessionManager(StreamableHTTPSessionManager):
             await self._discard_session(session_id, transport)
 
 
-def http_app(server: CodeModeServer, options: HttpOptions, shared: SharedSessions | None = None) -> Starlette:
+def http_app(server: CodeModeServer, options: HttpOptions) -> Starlette:
     manager = _SessionManager(
         server,
-        shared,
         security_settings=security_settings(options),
         session_idle_timeout=server.scopes.idle_timeout,
     )
@@ -269,7 +286,9 @@ class _Uvicorn(uvicorn.Server):
 def listen(options: HttpOptions) -> socket.socket:
     """The listening socket, bound now so the real port is known (``--http 127.0.0.1:0``)."""
     family = socket.AF_INET6 if ":" in options.host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted connections only for such a socket,
+    # and without it each answer on a kept-alive connection waits ~40 ms for a delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((options.host.strip("[]"), options.port))
@@ -280,12 +299,10 @@ def listen(options: HttpOptions) -> socket.socket:
     return sock
 
 
-async def serve_http(
-    server: CodeModeServer, options: HttpOptions, sock: socket.socket, shared: SharedSessions | None = None
-) -> None:
+async def serve_http(server: CodeModeServer, options: HttpOptions, sock: socket.socket) -> None:
     """Serve on ``sock`` until cancelled; a cancel shuts down gracefully (sessions end, REPLs close)."""
     config = uvicorn.Config(
-        http_app(server, options, shared), log_level="warning", lifespan="on", timeout_graceful_shutdown=5
+        http_app(server, options), log_level="warning", lifespan="on", timeout_graceful_shutdown=5
     )
     uvicorn_server = _Uvicorn(config)
     task = asyncio.ensure_future(uvicorn_server.serve(sockets=[sock]))

@@ -10,7 +10,9 @@ here, when it changed. The result's structured content carries the text and the 
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import weakref
 from typing import Any
 
 import mcp.types as mt
@@ -74,6 +76,9 @@ class CodeModeServer:
         self.executor = executor
         self.shared = shared
         """Where HTTP sessions are shared with other instances (``None``: this process only)."""
+        self._session_runs: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        """Runs of one shared session on this instance, one after the other (each then takes the
+        Redis lease, whose wait is bounded)."""
         self.expose_direct = expose_direct
         self.scopes = SessionScopes(executor, idle_timeout)
         self._clients: dict[str, ServerSession] = {}
@@ -166,22 +171,30 @@ class CodeModeServer:
     async def _run_shared(
         self, key: str, arguments: dict[str, Any], approver: ElicitationApprover
     ) -> tuple[ToolCallOutput, str | None]:
-        """A run of a session shared through Redis (``serve.shared``): under the session's lease,
-        take up the REPL another instance saved since, run, and save it for the next instance."""
+        """A run of a session shared through Redis (``serve.shared``): runs of the session on this
+        instance queue here; then, under the session's lease, take up the REPL another instance
+        saved since, run, and save it for the next instance."""
         assert self.shared is not None
         session_id = key.removeprefix(HTTP_PREFIX)
-        try:
-            async with self.shared.lease(session_id) as leased:
-                scope = await self.scopes.scope(key)
-                with scope.hold():
-                    if leased:
-                        await scope.sync_state(state_key(session_id))
-                    output = await scope.call_tool(RUN_CODE, arguments, approver=approver)
-                    if leased:  # unleased, a save could overwrite another instance's
-                        await scope.save_state(state_key(session_id))
-                        await self.shared.touch(session_id)
-        except SessionBusy as exc:
-            return ToolCallOutput.error(f"error: {exc}"), None
+        queue = self._session_runs.get(session_id)
+        if queue is None:
+            queue = self._session_runs[session_id] = asyncio.Lock()
+        async with queue:
+            try:
+                async with self.shared.lease(session_id) as lease:
+                    scope = await self.scopes.scope(key)
+                    with scope.hold():
+                        synced = lease.held and await scope.sync_state(state_key(session_id))
+                        if synced:  # the note of what was taken up went out from where it was saved
+                            self.scopes.changed_note(key, scope.context_note())
+                        output = await scope.call_tool(RUN_CODE, arguments, approver=approver)
+                        if synced and not lease.lost:
+                            await scope.save_state(state_key(session_id))
+                            await self.shared.touch(session_id)
+                        elif synced:
+                            scope.forget_stamp()
+            except SessionBusy as exc:
+                return ToolCallOutput.error(f"error: {exc}"), None
         return output, self.scopes.changed_note(key, scope.context_note())
 
 
