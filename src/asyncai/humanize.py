@@ -18,3 +18,15 @@ def seconds(duration: float) -> str:
     """``3`` -> ``"3.0 s"``, ``0.25`` -> ``"0.25 s"``, ``120`` -> ``"120.0 s"``."""
     text = f"{duration:.2f}".rstrip("0")
     return f"{text}0 s" if text.endswith(".") else f"{text} s"
+
+
+def data_size(size: int) -> str:
+    """``512`` -> ``"512 B"``, ``12_345`` -> ``"12.1 KB"``, ``3_500_000`` -> ``"3.3 MB"`` (1 KB = 1,024 B)."""
+    if size < 1024:
+        return f"{size} B"
+    value = size / 1024
+    for unit in ("KB", "MB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"

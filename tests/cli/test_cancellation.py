@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from asyncai.backend import RunResult
-from asyncai.cli import agent_command
+from asyncai.cli import agent_command, chat
 from asyncai.runtime import Runtime
 from tests.cli.conftest import BIN
 from tests.fakes.executors import FakeToolExecutor
@@ -69,11 +69,11 @@ async def test_cancelled_jsonl_stops_its_runs() -> None:
 
 async def test_cancelled_chat_stops_its_run(monkeypatch: pytest.MonkeyPatch) -> None:
     typed: Callable[[str], str] = lambda prompt: "question"  # noqa: E731
-    monkeypatch.setattr(agent_command, "input", typed, raising=False)
+    monkeypatch.setattr(chat, "input", typed, raising=False)
     backend = BlockingBackend()
     executor = FakeToolExecutor(thread_scopes=True)
     runtime = Runtime(backend, executor)
-    await _cancel_mid_run(backend, agent_command._chat(runtime, executor, None))  # type: ignore[arg-type]
+    await _cancel_mid_run(backend, chat.Chat(runtime, executor).run())  # type: ignore[arg-type]
     assert backend.cancelled
 
 

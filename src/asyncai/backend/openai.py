@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -17,6 +18,7 @@ from typing import Any
 
 import httpx2
 
+from ..activity import QUIET, Activity
 from ..humanize import one_line, seconds
 from ..log import decoded_or_preview, dumps_compact, log_event
 from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
@@ -150,8 +152,11 @@ class OpenAiCompatibleBackend:
     backend created it.
     """
 
-    def __init__(self, config: BackendConfig, *, client: httpx2.AsyncClient | None = None) -> None:
+    def __init__(
+        self, config: BackendConfig, *, client: httpx2.AsyncClient | None = None, activity: Activity = QUIET
+    ) -> None:
         self.config = config
+        self.activity = activity
         self._own_client = client is None
         self._client = client or httpx2.AsyncClient(
             timeout=httpx2.Timeout(config.request_timeout, connect=config.connect_timeout)
@@ -226,6 +231,7 @@ class OpenAiCompatibleBackend:
                     thread=thread_id,
                     run=run_id,
                 )
+                self.activity.model_request(round_number)
                 turn = await self.complete(body)
                 if final or not turn.tool_calls or not tool_json:
                     if turn.tool_calls:
@@ -278,10 +284,13 @@ class OpenAiCompatibleBackend:
         if call.error is not None or call.arguments is None:
             output = ToolCallOutput.error(call.error or f"error: unusable call to {call.name}")
         else:
+            self.activity.tool_started(call.name, call.arguments)
+            started = time.monotonic()
             try:
                 output = await executor.call_tool(call.name, call.arguments)
             except Exception as exc:  # a tool must never end the run
                 output = ToolCallOutput.error(f"error: tool {call.name} failed: {type(exc).__name__}: {exc}")
+            self.activity.tool_finished(call.name, output, time.monotonic() - started)
         log_event(
             "model.tool_result",
             tool=call.name,
@@ -368,5 +377,6 @@ class OpenAiCompatibleBackend:
                 chunk = json.loads(data)
             except ValueError as exc:
                 raise wire.ResponseFormatError(f"a stream chunk is not JSON: {data[:200]}") from exc
-            accumulator.feed(chunk)
+            if text := accumulator.feed(chunk):
+                self.activity.reply_text(text)
         return accumulator.result()

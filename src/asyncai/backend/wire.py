@@ -236,7 +236,9 @@ class StreamAccumulator:
         self.usage: dict[str, Any] | None = None
         self.saw_content = False
 
-    def feed(self, chunk: Any) -> None:
+    def feed(self, chunk: Any) -> str:
+        """Take one chunk; the reply text it added (``""`` when none)."""
+        added = ""
         if not isinstance(chunk, Mapping):
             raise ResponseFormatError(f"a stream chunk is not a JSON object: {type(chunk).__name__}")
         if (error := _error_message(chunk)) is not None:
@@ -255,6 +257,7 @@ class StreamAccumulator:
             if content is not None:
                 self._content.append(content)
                 self.saw_content = True
+                added += content
             reasoning = _text(delta.get("reasoning_content"))
             if reasoning:
                 self._reasoning.append(reasoning)
@@ -263,6 +266,7 @@ class StreamAccumulator:
                     self._feed_call(raw)
             if isinstance(choice.get("finish_reason"), str):
                 self.finish_reason = choice["finish_reason"]
+        return added
 
     def _feed_call(self, raw: Mapping[str, Any]) -> None:
         function = raw.get("function")

@@ -10,16 +10,16 @@ import argparse
 import contextlib
 import json
 import sys
-import uuid
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
+from ..activity import QUIET
 from ..backend import DEFAULT_SYSTEM_PROMPT, BackendConfig
 from ..runtime import RunReply, RunRequest, Runtime
 from .approval import TerminalApprover
 from .blocking import read_in_thread
-from .history import line_editing
-from .sessions import SessionRecorder, add_session_options, session_recorder, state_store
+from .chat import Chat
+from .sessions import add_session_options, session_recorder, state_store
 from .settings import (
     Settings,
     UsageError,
@@ -32,7 +32,7 @@ from .settings import (
 from .wiring import code_mode_executor
 
 if TYPE_CHECKING:
-    from ..code_mode import CodeModeToolExecutor
+    from .live import TerminalActivity
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"  # Ollama's OpenAI-compatible endpoint
 
@@ -41,13 +41,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("-p", "--prompt", help="one-shot: answer PROMPT, print only the reply, exit")
     mode.add_argument("--jsonl", action="store_true", default=None, help="JSON lines on stdin/stdout")
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=None,
+        help="no live activity on the terminal (the snippets, their tool calls, a status line)",
+    )
     add_model_options(parser)
     add_session_options(parser)
     add_mcp_options(parser)
     add_code_options(parser)
 
 
-def backend_config(settings: Settings) -> BackendConfig:
+def backend_config(settings: Settings, *, stream_by_default: bool = False) -> BackendConfig:
     model = settings.text("model")
     if not model:
         raise UsageError("no model: pass --model NAME or set ASYNCAI_MODEL (e.g. qwen2.5-coder:7b)")
@@ -64,7 +71,7 @@ def backend_config(settings: Settings) -> BackendConfig:
             api_key=settings.text("api_key"),
             max_rounds=settings.count("max_rounds", 8),
             system_prompt=system or DEFAULT_SYSTEM_PROMPT,
-            stream=settings.switch("stream"),
+            stream=settings.switch("stream", stream_by_default),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -89,44 +96,69 @@ def checked_base_url(url: str) -> str:
 
 
 async def run(settings: Settings) -> int:
-    config = backend_config(settings)
     prompt = settings.text("prompt")
     jsonl = settings.switch("jsonl")
     if prompt is None and not jsonl and not sys.stdin.isatty():
         prompt = sys.stdin.read()
         if not prompt.strip():
             raise UsageError("empty prompt on stdin")
+    # Only the chat has a person at the terminal to ask; -p and --jsonl refuse what needs asking.
+    chat = prompt is None and not jsonl
+    activity = terminal_activity(settings) if not jsonl else None
+    # The chat streams its replies where they are shown as they come.
+    config = backend_config(settings, stream_by_default=chat and activity is not None and activity.markdown)
     recorder = session_recorder(settings)
     from ..backend import OpenAiCompatibleBackend  # httpx2: loaded once a run needs the model
 
-    # Only the chat has a person at the terminal to ask; -p and --jsonl refuse what needs asking.
-    chat = prompt is None and not jsonl
-    approver = TerminalApprover() if chat and mutation_policy(settings) == "ask" else None
+    approver = None
+    if chat and mutation_policy(settings) == "ask":
+        approver = TerminalApprover(pause=activity.paused) if activity is not None else TerminalApprover()
     # A recorded session keeps its threads' REPLs too, so a resumed one still has its variables.
     store = await state_store(settings) if recorder is not None else None
     async with contextlib.AsyncExitStack() as closing:
         if store is not None:
             closing.push_async_callback(store.aclose)  # closed last, after the REPLs are saved
-        executor = await closing.enter_async_context(code_mode_executor(settings, approver, store))
-        backend = await closing.enter_async_context(OpenAiCompatibleBackend(config))
+        executor = await closing.enter_async_context(code_mode_executor(settings, approver, store, activity))
+        backend = await closing.enter_async_context(
+            OpenAiCompatibleBackend(config, activity=activity or QUIET)
+        )
         runtime = Runtime(backend, executor, sessions=recorder)
         try:
             if jsonl:
                 return await _jsonl(runtime, sys.stdin, sys.stdout)
             if prompt is not None:
-                return await _one_shot(runtime, prompt)
-            return await _chat(runtime, executor, recorder)
+                return await _one_shot(runtime, prompt, activity)
+            return await Chat(runtime, executor, recorder, activity).run()
         finally:
             if recorder is not None:
                 recorder.announce()
 
 
-async def _one_shot(runtime: Runtime, prompt: str) -> int:
+def terminal_activity(settings: Settings) -> TerminalActivity | None:
+    """The live display when stderr is a terminal (and neither --quiet nor --verbose, whose NDJSON
+    log is stderr's then); replies are rendered as Markdown only when stdout is a terminal too."""
+    if settings.switch("quiet") or settings.switch("verbose") or not sys.stderr.isatty():
+        return None
+    from rich.console import Console  # rich: only for a person at a terminal
+
+    from .live import TerminalActivity
+
+    markdown = sys.stdout.isatty()
+    return TerminalActivity(Console(stderr=True), Console() if markdown else None)
+
+
+async def _one_shot(runtime: Runtime, prompt: str, activity: TerminalActivity | None = None) -> int:
+    if activity is not None:
+        activity.begin_run()
     try:
         reply = await runtime.submit(RunRequest(thread_id="main", text=prompt))
     finally:
         # On Ctrl-C (the main task cancelled) the in-flight run stops before the executors close.
         await runtime.aclose()
+        if activity is not None:
+            activity.close()
+    if activity is not None and activity.end_run(reply.reply if reply.ok else None):
+        return 0
     return _print_reply(reply, sys.stdout)
 
 
@@ -175,53 +207,3 @@ async def _jsonl(runtime: Runtime, source: TextIO, out: TextIO) -> int:
     finally:
         await runtime.aclose()
     return 1 if failed else 0
-
-
-async def _chat(runtime: Runtime, executor: CodeModeToolExecutor, recorder: SessionRecorder | None) -> int:
-    """Interactive chat on one thread: readline history, /exit, /restart (clear the REPL), /new (a new
-    thread, recorded as a new session)."""
-    thread = _new_thread_id()
-    print("asyncai chat. /exit quits, /restart clears the REPL, /new starts a new thread.", file=sys.stderr)
-    if recorder is not None and recorder.resumed is not None:
-        earlier = len(recorder.resumed.messages())
-        print(
-            f"(continuing session {recorder.resumed.session_id}: {earlier} earlier messages)", file=sys.stderr
-        )
-    try:
-        with line_editing("chat"):
-            await _chat_loop(runtime, executor, thread)
-    finally:
-        await runtime.aclose()
-    return 0
-
-
-async def _chat_loop(runtime: Runtime, executor: CodeModeToolExecutor, thread: str) -> None:
-    while True:
-        try:
-            text = await read_in_thread(input, "you> ")
-        except (EOFError, KeyboardInterrupt):
-            print(file=sys.stderr)
-            break
-        command = text.strip()
-        if not command:
-            continue
-        if command in {"/exit", "/quit"}:
-            break
-        if command == "/new":
-            thread = _new_thread_id()
-            print("(new thread)", file=sys.stderr)
-            continue
-        if command == "/restart":
-            scope = executor.thread_scope(thread)
-            await scope.call_tool("run_code", {"code": "None", "restart": True})
-            session = runtime.session(thread)
-            if session is not None:  # or a resume would bring the cleared variables back
-                await scope.save_state(session.session_id)
-            print("(REPL state cleared)", file=sys.stderr)
-            continue
-        reply = await runtime.submit(RunRequest(thread_id=thread, text=text))
-        _print_reply(reply, sys.stdout)
-
-
-def _new_thread_id() -> str:
-    return f"chat-{uuid.uuid4().hex[:8]}"

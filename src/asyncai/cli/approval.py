@@ -11,8 +11,10 @@ An empty answer or end of input refuses; anything else asks again.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 
 from ..code_mode.gate import Approval, ApprovalRequest
 from .blocking import read_in_thread
@@ -34,13 +36,23 @@ async def _read_answer(question: str) -> str:
 class TerminalApprover:
     """Asks on the terminal; remembers the tools allowed for the rest of the session."""
 
-    def __init__(self, ask: Callable[[str], Awaitable[str]] = _read_answer) -> None:
+    def __init__(
+        self,
+        ask: Callable[[str], Awaitable[str]] = _read_answer,
+        pause: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
+    ) -> None:
         self._ask = ask
+        self._pause = pause
+        """Clears the live display from the screen while the question is on it."""
         self.allowed_tools: set[str] = set()
 
     async def approve(self, request: ApprovalRequest) -> Approval:
         if request.tool in self.allowed_tools:
             return Approval(True)
+        with self._pause():
+            return await self._decide(request)
+
+    async def _decide(self, request: ApprovalRequest) -> Approval:
         question = QUESTION.format(call=request.call_text(limit=PROMPT_ARGUMENT_CHARS))
         while True:
             try:

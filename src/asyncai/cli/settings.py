@@ -102,7 +102,12 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--max-rounds", type=int, metavar="N", help="model rounds per run (8)")
     group.add_argument("--system", help="system prompt text")
     group.add_argument("--system-file", metavar="PATH", help="system prompt file")
-    group.add_argument("--stream", action="store_true", default=None, help="use SSE streaming responses")
+    group.add_argument(
+        "--stream",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="SSE streaming responses (on in the chat on a terminal, off elsewhere)",
+    )
 
 
 ENV_NAMES = {"base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY", "model": "ASYNCAI_MODEL"}

@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+from ..activity import QUIET, Activity
 from ..tools.early_start import early_servers
 from .settings import Settings, code_limits, mutation_policy, read_preamble, sandbox_config, server_specs
 
@@ -37,7 +38,10 @@ async def mcp_executor(settings: Settings) -> AsyncIterator[McpToolExecutor]:
 
 @contextlib.asynccontextmanager
 async def code_mode_executor(
-    settings: Settings, approver: Approver | None = None, state_store: StateStore | None = None
+    settings: Settings,
+    approver: Approver | None = None,
+    state_store: StateStore | None = None,
+    activity: Activity | None = None,
 ) -> AsyncIterator[CodeModeToolExecutor]:
     """Code mode over the configured servers; ``approver`` decides mutating calls under
     ``--mutations ask`` (without one they are refused); ``state_store`` keeps thread REPLs for
@@ -58,6 +62,7 @@ async def code_mode_executor(
             mutations=mutations,
             approver=approver,
             state_store=state_store,
+            activity=activity or QUIET,
         )
         try:
             yield executor

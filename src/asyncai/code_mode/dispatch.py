@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from ..activity import QUIET, Activity
 from ..humanize import count, seconds
 from ..log import (
     AUDIT_PREVIEW_CHARS,
@@ -115,6 +117,8 @@ class SnippetDispatcher:
     """Answers ``search_tools`` and ``describe_tool``."""
     clock: WallClock | None = None
     """The snippet's wall clock, paused while the gate waits for a person."""
+    activity: Activity = QUIET
+    """Told of each nested call as it starts and ends (a live display)."""
     calls: list[NestedCall] = field(default_factory=list)
     suspensions: int = 0
     exhausted: str | None = None
@@ -157,6 +161,8 @@ class SnippetDispatcher:
             tool=entry.tool.name, arguments=arguments, mutating=entry.tool.mutating, function=py_name
         )
         self.calls.append(record)
+        self.activity.call_started(record)
+        started = time.monotonic()
         level = logging.WARNING if record.mutating else logging.INFO
         mutating = {"mutating": True} if record.mutating else {}
         # Without --verbose only mutating calls are logged, always: short previews, never the result.
@@ -166,6 +172,7 @@ class SnippetDispatcher:
             approval = await self._approval(ApprovalRequest(record.tool, py_name, arguments))
             if not approval.allowed:
                 record.refused = record.is_error = True
+                self.activity.call_finished(record, time.monotonic() - started)
                 log_event(
                     "mcp.tool_refused",
                     logging.WARNING,
@@ -210,6 +217,7 @@ class SnippetDispatcher:
             raise RuntimeError(f"tool error: {type(exc).__name__}: {exc}") from None
         finally:
             record.bytes = len(content) if content.isascii() else len(content.encode())
+            self.activity.call_finished(record, time.monotonic() - started)
             # Every call gets its result line, so a mutating call is never logged half (A6).
             if logged:
                 shown = {"content": decoded_or_preview(content)} if verbose else {}

@@ -6,6 +6,7 @@ import asyncio
 from collections import OrderedDict
 from typing import Any
 
+from ..activity import QUIET, Activity
 from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor, ToolsChangedListener
 from .catalog import RUN_CODE_INPUT_SCHEMA, parameter_names, sanitize_names
 from .contract import MAX_RESULT_CHARS
@@ -84,6 +85,7 @@ class CodeModeToolExecutor(ToolExecutor):
         mutations: MutationPolicy = "allow",
         approver: Approver | None = None,
         state_store: StateStore | None = None,
+        activity: Activity = QUIET,
     ) -> None:
         self.inner = inner
         self.limits = limits or CodeModeLimits()
@@ -101,6 +103,7 @@ class CodeModeToolExecutor(ToolExecutor):
             approver=approver,
             room=WorkerRoom(self.sandbox.config.max_workers, self.sandbox.config.checkout_timeout),
             store=state_store,
+            activity=activity,
         )
         self._default = ReplScope(self._setup)
         self._threads: OrderedDict[str, ReplScope] = OrderedDict()

@@ -13,6 +13,7 @@ from typing import Any
 
 import pydantic_monty as pm
 
+from ..activity import QUIET, Activity
 from ..humanize import count, one_line, seconds
 from ..log import log_event
 from ..tools.types import StateLoad, ToolCallOutput, ToolDefinition, ToolExecutor
@@ -87,6 +88,8 @@ class ScopeSetup:
     """Where thread REPLs are saved for resumed sessions (``None``: not saved)."""
     approver: Approver | None = None
     """Asked about mutating calls under ``--mutations ask`` when a call brings no approver of its own."""
+    activity: Activity = QUIET
+    """Told of every snippet's nested calls (a live display)."""
     _stubs: tuple[int, str] | None = None
     _preamble: tuple[int, str, str] | None = None
 
@@ -162,6 +165,12 @@ class ReplScope(ToolExecutor):
     def context_note(self) -> str | None:
         return self._note
 
+    def variables(self) -> list[BoundVariable]:
+        """What the REPL holds, as of its last snippet (names only for a restored one not yet run)."""
+        if self._variables or not self._bound:
+            return list(self._variables)
+        return [BoundVariable(name, "?") for name in reversed(self._bound)]
+
     @contextlib.contextmanager
     def hold(self) -> Iterator[None]:
         self._holds += 1
@@ -220,7 +229,12 @@ class ReplScope(ToolExecutor):
                     await self._reset()
                 gate = MutationGate(self.setup.mutations, approver or self.setup.approver)
                 dispatcher = SnippetDispatcher(
-                    self.setup.catalog, self.setup.inner, self.limits, gate, finder=self.setup.finder
+                    self.setup.catalog,
+                    self.setup.inner,
+                    self.limits,
+                    gate,
+                    finder=self.setup.finder,
+                    activity=self.setup.activity,
                 )
                 result = await self._run(code, dispatcher)
                 await dispatcher.settle()
@@ -546,8 +560,7 @@ class ReplScope(ToolExecutor):
         except Exception as exc:
             log_event("code_mode.restore_failed", logging.WARNING, error=_error_text(exc))
             self._parked = None
-            self._bound.clear()
-            self._note = None
+            self._forget_variables()
             self._restarted = True
             return False
         self._parked = None  # only once it is loaded: a cancel before keeps it
@@ -583,12 +596,16 @@ class ReplScope(ToolExecutor):
         self._variables = variables
         self._note = format_note(variables)
 
+    def _forget_variables(self) -> None:
+        self._bound.clear()
+        self._variables = []
+        self._note = None
+
     async def _reset(self, *, discard: bool = False) -> None:
         session, self._session = self._session, None
         self._parked = None
         self._stamp = None  # nothing held here matches a save any more (``sync_state`` reloads)
-        self._bound.clear()
-        self._note = None
+        self._forget_variables()
         self.setup.room.leave(self)
         if session is not None:
             await release(session, discard=discard)

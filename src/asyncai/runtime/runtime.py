@@ -205,6 +205,15 @@ class Runtime:
         thread = self._threads[thread_id] = _Thread(thread_id, session=session, history=history)
         return thread
 
+    def cancel(self, thread_id: str) -> bool:
+        """Cancel the thread's run in flight (Ctrl-C in the chat): its tool calls stop, its waiting
+        messages fail, its history keeps only earlier runs. False when nothing was running."""
+        thread = self._threads.get(thread_id)
+        if thread is None or thread.worker is None:
+            return False
+        thread.worker.cancel()
+        return True
+
     def busy(self, thread_id: str) -> bool:
         thread = self._threads.get(thread_id)
         return thread is not None and thread.worker is not None

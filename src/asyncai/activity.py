@@ -1,0 +1,37 @@
+"""What a run is doing, as it happens: the events a live display shows (``cli/live.py``).
+
+The backend reports model rounds, streamed reply text and tool calls; code mode reports the nested
+MCP calls of a snippet. Every method does nothing here: ``QUIET`` is what runs without a display
+get, and a display overrides what it shows. Events come from the event loop's thread, in order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .code_mode.dispatch import NestedCall
+    from .tools.types import ToolCallOutput
+
+
+class Activity:
+    def model_request(self, round_number: int) -> None:
+        """A request to the model goes out (round 1 is the first of the run)."""
+
+    def reply_text(self, text: str) -> None:
+        """A piece of the model's reply text arrived (streaming only)."""
+
+    def tool_started(self, name: str, arguments: dict[str, Any]) -> None:
+        """The model's tool call starts (in code mode: ``run_code`` with its ``code``)."""
+
+    def tool_finished(self, name: str, output: ToolCallOutput, seconds: float) -> None:
+        """The tool call ended; ``output.audit`` lists a snippet's nested calls."""
+
+    def call_started(self, call: NestedCall) -> None:
+        """A snippet's nested MCP call starts."""
+
+    def call_finished(self, call: NestedCall, seconds: float) -> None:
+        """It ended: answered, failed, refused or cut off (``call.outcome()``)."""
+
+
+QUIET = Activity()

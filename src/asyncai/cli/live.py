@@ -1,0 +1,230 @@
+"""The run as it happens, on a terminal (rich): a status line while the model answers, each
+``run_code`` snippet highlighted, its nested MCP calls as they start and end, one summary line per
+snippet; and the reply, streamed and rendered as Markdown.
+
+The activity goes to stderr, the reply to stdout. Only one live region is on screen at a time: the
+status line (stderr) stops while reply text streams (stdout), and the other way round.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.spinner import Spinner
+from rich.syntax import Syntax
+from rich.text import Text
+
+from ..activity import Activity
+from ..humanize import count, data_size, one_line
+
+if TYPE_CHECKING:
+    from ..code_mode.dispatch import NestedCall
+    from ..tools.types import ToolCallOutput
+
+RUN_CODE = "run_code"
+SNIPPET_LINES = 12
+"""A longer snippet shows its first lines and how many more there are."""
+SHOWN_CALLS = 12
+"""Finished nested calls listed one by one per snippet; the rest are only counted."""
+ARGUMENT_CHARS = 60
+
+
+def call_text(call: NestedCall) -> str:
+    """``http_get(url='https://…')``: the function the snippet called, short arguments."""
+    arguments = ", ".join(f"{name}={value!r}" for name, value in call.arguments.items())
+    return f"{call.function or call.tool}({one_line(arguments, ARGUMENT_CHARS)})"
+
+
+def finished_line(call: NestedCall, seconds: float) -> Text:
+    outcome = call.outcome()
+    mark, style = {"finished": ("✓", "green"), "refused": ("⊘", "yellow")}.get(outcome, ("✗", "red"))
+    line = Text(f"  {mark} ", style=style)
+    line.append(call_text(call))
+    detail = f"  {data_size(call.bytes)}  {seconds:.2f} s" if call.answered else ""
+    line.append(detail, style="dim")
+    if outcome not in ("finished",):
+        line.append(f"  {outcome}", style=style)
+    return line
+
+
+def summary_line(output: ToolCallOutput, seconds: float) -> Text:
+    """``run_code: 3 calls · 12.1 KB in · 420 B to the model · 1.30 s``."""
+    calls = (output.audit or {}).get("nested_calls", [])
+    fetched = sum(int(call.get("bytes", 0)) for call in calls)
+    number = f"{count(len(calls))} call{'' if len(calls) == 1 else 's'}"
+    to_model = data_size(len(output.content.encode()))
+    line = Text(f"{RUN_CODE}: {number} · {data_size(fetched)} in · {to_model} to the model · {seconds:.2f} s")
+    line.stylize("dim")
+    if output.is_error:
+        line.append(" · error", style="red")
+    return line
+
+
+class _Elapsed:
+    """A spinner and a label with the seconds since ``started``, recomputed at each refresh."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.started = time.monotonic()
+        self.spinner = Spinner("dots", style="cyan")
+
+    def __rich__(self) -> RenderableType:
+        self.spinner.text = Text(f"{self.label}  {time.monotonic() - self.started:.1f} s", style="dim")
+        return self.spinner
+
+
+class TerminalActivity(Activity):
+    """See the module docstring. ``begin_run``/``end_run`` frame each run of the chat or ``-p``."""
+
+    def __init__(self, err: Console, out: Console | None) -> None:
+        self.err = err
+        self.out = out
+        """stdout when it is a terminal too: replies streamed and rendered there; else ``None``."""
+        self._status: Live | None = None
+        self._reply_live: Live | None = None
+        self._reply = ""
+        self._streamed = False
+        self._round = 0
+        self._running: list[NestedCall] = []
+        self._finished = 0
+        self._snippet: _Elapsed | None = None
+
+    # The run, as the chat sees it
+
+    def begin_run(self) -> None:
+        self._reply, self._streamed, self._round = "", False, 0
+
+    def close(self) -> None:
+        """Take the live regions off the screen (the command is ending, however it ends)."""
+        self._stop_status()
+        self._stop_reply()
+
+    @property
+    def markdown(self) -> bool:
+        return self.out is not None
+
+    def end_run(self, reply: str | None, *, interrupted: bool = False) -> bool:
+        """Stop the live regions and show ``reply`` unless it was streamed already; whether it was
+        shown (False: the caller prints it, plain)."""
+        self.close()
+        if interrupted:
+            self.err.print(
+                Text("(interrupted: the run was cancelled; the conversation goes on)", style="yellow")
+            )
+            return False
+        if reply is None or self.out is None:
+            return False
+        if not self._streamed:
+            self.out.print(Markdown(reply))
+        return True
+
+    # Activity events
+
+    def model_request(self, round_number: int) -> None:
+        self._round = round_number
+        self._stop_reply()
+        label = "thinking" if round_number == 1 else f"thinking (round {round_number})"
+        self._show_status(_Elapsed(label))
+
+    def reply_text(self, text: str) -> None:
+        if self.out is None:
+            return
+        self._stop_status()
+        self._reply += text
+        self._streamed = True
+        if self._reply_live is None:
+            self._reply_live = Live(console=self.out, auto_refresh=False, vertical_overflow="visible")
+            self._reply_live.start()
+        self._reply_live.update(Markdown(self._reply), refresh=True)
+
+    def tool_started(self, name: str, arguments: dict[str, Any]) -> None:
+        self._stop_status()
+        self._stop_reply()
+        self._reply = ""  # text before a tool call is shown, but is not the reply
+        code = arguments.get("code") if name == RUN_CODE else None
+        if isinstance(code, str):
+            self.err.print(self._snippet_view(code))
+        else:
+            self.err.print(Text(f"{name}(…)", style="bold"))
+        self._running, self._finished = [], 0
+        self._snippet = _Elapsed(f"running {name}")
+        self._show_status(self._running_view())
+
+    def call_started(self, call: NestedCall) -> None:
+        self._running.append(call)
+        self._refresh()
+
+    def call_finished(self, call: NestedCall, seconds: float) -> None:
+        if call in self._running:
+            self._running.remove(call)
+        self._finished += 1
+        if self._finished <= SHOWN_CALLS:
+            self.err.print(finished_line(call, seconds))
+        self._refresh()
+
+    def tool_finished(self, name: str, output: ToolCallOutput, seconds: float) -> None:
+        self._stop_status()
+        if self._finished > SHOWN_CALLS:
+            self.err.print(Text(f"  … and {count(self._finished - SHOWN_CALLS)} more calls", style="dim"))
+        if name == RUN_CODE:
+            self.err.print(summary_line(output, seconds))
+        self._snippet = None
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The live region off the screen while the block asks the person something."""
+        self._stop_status()
+        try:
+            yield
+        finally:
+            if self._snippet is not None:
+                self._show_status(self._running_view())
+
+    # Rendering
+
+    def _snippet_view(self, code: str) -> RenderableType:
+        lines = code.rstrip("\n").split("\n")
+        shown = "\n".join(lines[:SNIPPET_LINES])
+        syntax = Syntax(shown, "python", theme="ansi_dark", background_color="default", word_wrap=True)
+        header = Text(f"{RUN_CODE}", style="bold cyan")
+        if len(lines) <= SNIPPET_LINES:
+            return Group(header, syntax)
+        hidden = len(lines) - SNIPPET_LINES
+        return Group(header, syntax, Text(f"  … {hidden} more line{'' if hidden == 1 else 's'}", style="dim"))
+
+    def _running_view(self) -> RenderableType:
+        rows: list[RenderableType] = [
+            Text(f"  → {call_text(call)}", style="cyan") for call in self._running[:5]
+        ]
+        if len(self._running) > 5:
+            rows.append(Text(f"  → … {len(self._running) - 5} more in flight", style="cyan"))
+        if self._snippet is not None:
+            rows.append(self._snippet)
+        return Group(*rows)
+
+    def _refresh(self) -> None:
+        if self._status is not None and self._snippet is not None:
+            self._status.update(self._running_view())
+
+    def _show_status(self, renderable: RenderableType) -> None:
+        if self._status is None:
+            self._status = Live(renderable, console=self.err, transient=True, refresh_per_second=8)
+            self._status.start()
+        else:
+            self._status.update(renderable)
+
+    def _stop_status(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    def _stop_reply(self) -> None:
+        if self._reply_live is not None:
+            self._reply_live.stop()
+            self._reply_live = None
