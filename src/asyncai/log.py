@@ -102,9 +102,20 @@ class NdjsonFormatter(logging.Formatter):
             return json.dumps(json_safe(line), ensure_ascii=False)
 
 
+class _CurrentStderr:
+    """Whatever ``sys.stderr`` is when a line is written: a live display on the terminal redirects
+    it, so log lines go above the display instead of through it."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(verbose: bool = False, stream: TextIO | None = None) -> None:
     """Send asyncai's log to ``stream`` (stderr) as NDJSON; INFO and up when verbose, else WARNING."""
-    handler = logging.StreamHandler(stream or sys.stderr)
+    handler = logging.StreamHandler(stream or _CurrentStderr())
     handler.setFormatter(NdjsonFormatter())
     logger.handlers[:] = [handler]
     logger.setLevel(logging.DEBUG if verbose else logging.WARNING)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from asyncai.backend import RunResult
-from asyncai.cli import agent_command, chat
+from asyncai.cli import agent_command, blocking, chat
 from asyncai.runtime import Runtime
 from tests.cli.conftest import BIN
 from tests.fakes.executors import FakeToolExecutor
@@ -69,7 +69,7 @@ async def test_cancelled_jsonl_stops_its_runs() -> None:
 
 async def test_cancelled_chat_stops_its_run(monkeypatch: pytest.MonkeyPatch) -> None:
     typed: Callable[[str], str] = lambda prompt: "question"  # noqa: E731
-    monkeypatch.setattr(chat, "input", typed, raising=False)
+    monkeypatch.setattr(blocking, "input", typed, raising=False)
     backend = BlockingBackend()
     executor = FakeToolExecutor(thread_scopes=True)
     runtime = Runtime(backend, executor)

@@ -25,9 +25,11 @@ import pytest
 
 from tests.cli.conftest import BIN, SIMPLE
 from tests.fakes.openai_server import ScriptedOpenAI, ScriptEntry, call, text_reply, tool_reply
+from tests.fakes.servers import server_command
 from tests.fakes.slow_site import SlowSite, slow_site
 
 ASYNCAI = str(BIN / "asyncai")
+NOTES = server_command("notes")  # write_note is mutating
 BANNER = b"asyncai chat. /exit quits, /restart clears the REPL, /new starts a new thread.\n"
 
 
@@ -70,7 +72,7 @@ class Terminal:
     sees now (pyte renders the escape sequences), ``wait_for`` reads until a text is on it."""
 
     def __init__(self, args: list[str], env: dict[str, str], columns: int = 100, rows: int = 40) -> None:
-        self.screen_buffer = pyte.Screen(columns, rows)
+        self.screen_buffer = pyte.HistoryScreen(columns, rows, history=5000)
         self.stream = pyte.ByteStream(self.screen_buffer)
         self.child = pexpect.spawn(ASYNCAI, args, env=env, dimensions=(rows, columns))
 
@@ -81,6 +83,12 @@ class Terminal:
 
     def screen(self) -> str:
         return "\n".join(line.rstrip() for line in self.screen_buffer.display)
+
+    def scrollback(self) -> str:
+        """Every line that scrolled off the top, then the screen."""
+        width = self.screen_buffer.columns
+        gone = ["".join(row[x].data for x in range(width)).rstrip() for row in self.screen_buffer.history.top]
+        return "\n".join([*gone, self.screen()])
 
     def wait_for(self, *texts: str, timeout: float = 30, wrapped: bool = False) -> str:
         """Read the terminal until every text is on the screen (``wrapped``: possibly across a
@@ -109,11 +117,12 @@ def site() -> Iterator[SlowSite]:
         yield fixture
 
 
-def terminal(model: ScriptedOpenAI, tmp_path: Path) -> Terminal:
+def terminal(model: ScriptedOpenAI, tmp_path: Path, *args: str, server: str = SIMPLE) -> Terminal:
+    """``asyncai ARGS`` (the chat without any) against ``model`` and ``server``; its state and
+    home under ``tmp_path``."""
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path), "TERM": "xterm-256color", "HOME": str(tmp_path)}
     env.pop("NO_COLOR", None)
-    args = ["--base-url", model.base_url, "--model", "m", "--mcp-stdio", SIMPLE]
-    return Terminal(args, {key: value for key, value in env.items() if value is not None})
+    return Terminal(["--base-url", model.base_url, "--model", "m", "--mcp-stdio", server, *args], env)
 
 
 def held(gate: threading.Event, answer: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -211,6 +220,10 @@ def test_help_lists_the_commands(tmp_path: Path) -> None:
                 assert f"  {command}" in screen
             chat.type("/tools\r")
             chat.wait_for("http_get")
+            chat.type("/quit\r")
+            chat.child.expect(pexpect.EOF, timeout=30)
+            chat.child.close()
+            assert chat.child.exitstatus == 0
         finally:
             chat.close()
     assert model.requests == [], "commands never reach the model"
@@ -219,9 +232,7 @@ def test_help_lists_the_commands(tmp_path: Path) -> None:
 def test_one_shot_on_a_terminal_shows_the_activity_and_renders_the_reply(tmp_path: Path) -> None:
     script = [tool_reply(call("run_code", {"code": "6 * 7"})), text_reply("It is **42**.")]
     with ScriptedOpenAI(script) as model:
-        env = {**os.environ, "XDG_STATE_HOME": str(tmp_path), "TERM": "xterm-256color", "HOME": str(tmp_path)}
-        args = ["--base-url", model.base_url, "--model", "m", "--mcp-stdio", SIMPLE, "-p", "what is 6 * 7?"]
-        shown = Terminal(args, env)
+        shown = terminal(model, tmp_path, "-p", "what is 6 * 7?")
         try:
             screen = shown.wait_for("run_code: 0 calls · ", "It is 42.")
             assert "6 * 7" in screen and "**" not in screen
@@ -229,3 +240,59 @@ def test_one_shot_on_a_terminal_shows_the_activity_and_renders_the_reply(tmp_pat
         finally:
             shown.close()
         assert "stream" not in model.requests[-1] or model.requests[-1]["stream"] is False
+
+
+def test_a_reply_the_server_did_not_stream_is_still_shown_after_streamed_text(tmp_path: Path) -> None:
+    """Text streamed before a tool call is not the reply; a final answer sent whole (a server
+    that ignores ``stream``) is printed at the end."""
+    script = [
+        tool_reply(call("run_code", {"code": "1 + 1"}), content="Let me add them."),
+        {**text_reply("The sum is two."), "stream": False},
+    ]
+    with ScriptedOpenAI(script) as model:
+        chat = terminal(model, tmp_path)
+        try:
+            chat.wait_for("you>")
+            chat.type("add\r")
+            screen = chat.wait_for("Let me add them.", "The sum is two.")
+            assert screen.count("The sum is two.") == 1
+        finally:
+            chat.close()
+
+
+def test_a_long_streamed_reply_is_shown_once(tmp_path: Path) -> None:
+    """Taller than the terminal: the streamed preview is replaced by the rendered reply, and nothing
+    of it is left twice in the scrollback."""
+    reply = "\n\n".join(f"Paragraph {n:02d} of the answer." for n in range(60))
+    with ScriptedOpenAI([{**text_reply(reply), "content_chunk": 40}]) as model:
+        chat = terminal(model, tmp_path)
+        try:
+            chat.wait_for("you>")
+            chat.type("tell me at length\r")
+            chat.wait_for("Paragraph 59 of the answer.")
+            chat.wait_for("you>")
+            everything = chat.scrollback()
+        finally:
+            chat.close()
+    for n in (0, 30, 59):
+        assert everything.count(f"Paragraph {n:02d} of the answer.") == 1, everything[-3000:]
+
+
+def test_ctrl_c_at_an_approval_question_loses_no_typed_line(tmp_path: Path) -> None:
+    script = [
+        tool_reply(call("run_code", {"code": "await write_note(text='x')"})),
+        text_reply("the next question arrived"),
+    ]
+    with ScriptedOpenAI(script) as model:
+        chat = terminal(model, tmp_path, "--mutations", "ask", server=NOTES)
+        try:
+            chat.wait_for("you>")
+            chat.type("write a note\r")
+            chat.wait_for("run_code wants to call write_note(text='x')", "[A] every call of this snippet:")
+            chat.type("\x03")
+            chat.wait_for("(interrupted: the run was cancelled; the conversation goes on)")
+            chat.type("anything else?\r")
+            chat.wait_for("the next question arrived")
+        finally:
+            chat.close()
+    assert model.requests[-1]["messages"][-1]["content"].startswith("anything else?")

@@ -17,7 +17,7 @@ from ..activity import QUIET
 from ..backend import DEFAULT_SYSTEM_PROMPT, BackendConfig
 from ..runtime import RunReply, RunRequest, Runtime
 from .approval import TerminalApprover
-from .blocking import read_in_thread
+from .blocking import LineReader, read_in_thread
 from .chat import Chat
 from .sessions import add_session_options, session_recorder, state_store
 from .settings import (
@@ -110,9 +110,11 @@ async def run(settings: Settings) -> int:
     recorder = session_recorder(settings)
     from ..backend import OpenAiCompatibleBackend  # httpx2: loaded once a run needs the model
 
+    reader = LineReader()  # the chat's prompt and its approval questions read the same lines
     approver = None
     if chat and mutation_policy(settings) == "ask":
-        approver = TerminalApprover(pause=activity.paused) if activity is not None else TerminalApprover()
+        pause = activity.paused if activity is not None else contextlib.nullcontext
+        approver = TerminalApprover(ask=reader.read, pause=pause)
     # A recorded session keeps its threads' REPLs too, so a resumed one still has its variables.
     store = await state_store(settings) if recorder is not None else None
     async with contextlib.AsyncExitStack() as closing:
@@ -128,7 +130,7 @@ async def run(settings: Settings) -> int:
                 return await _jsonl(runtime, sys.stdin, sys.stdout)
             if prompt is not None:
                 return await _one_shot(runtime, prompt, activity)
-            return await Chat(runtime, executor, recorder, activity).run()
+            return await Chat(runtime, executor, recorder, activity, reader).run()
         finally:
             if recorder is not None:
                 recorder.announce()

@@ -37,3 +37,24 @@ async def read_in_thread(read: Callable[..., T], *args: Any) -> T:
 
     threading.Thread(target=work, name="asyncai-stdin", daemon=True).start()
     return await future
+
+
+class LineReader:
+    """Lines typed at the terminal, each read by ``input(prompt)`` on a daemon thread. A read whose
+    reader gave up waiting (Ctrl-C while a question was on screen) is not lost: the next read
+    shows its own prompt and takes that line, instead of a second ``input()`` racing the first."""
+
+    def __init__(self) -> None:
+        self._pending: asyncio.Future[str] | None = None
+
+    async def read(self, prompt: str) -> str:
+        if self._pending is None:
+            self._pending = asyncio.ensure_future(read_in_thread(input, prompt))
+        else:
+            print(prompt, end="", flush=True)
+        pending = self._pending
+        try:
+            return await asyncio.shield(pending)
+        finally:
+            if pending.done():
+                self._pending = None

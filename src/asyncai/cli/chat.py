@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..runtime import RunReply, RunRequest, Runtime
-from .blocking import read_in_thread
+from .blocking import LineReader
 from .history import line_editing
 from .tools_command import render_table
 
@@ -33,6 +33,8 @@ COMMANDS = {
     "/exit": "quit (or Ctrl-D; Ctrl-C stops a run, and quits at the prompt)",
 }
 PROMPT = "you> "
+INTERRUPTED = "(interrupted: the run was cancelled; the conversation goes on)"
+ALIASES = {"/quit": "/exit"}
 
 
 def new_thread_id() -> str:
@@ -41,10 +43,23 @@ def new_thread_id() -> str:
 
 @contextlib.contextmanager
 def interrupt_calls(handler: Callable[[], object]) -> Iterator[None]:
-    """While the block runs, Ctrl-C (SIGINT) calls ``handler`` instead of ending the command."""
+    """While the block runs, the first Ctrl-C (SIGINT) calls ``handler`` instead of ending the
+    command; a second one ends it, as Ctrl-C does elsewhere (a cancel that hangs is no trap)."""
     loop = asyncio.get_running_loop()
     previous = signal.getsignal(signal.SIGINT)
-    loop.add_signal_handler(signal.SIGINT, handler)
+    pressed = 0
+
+    def on_interrupt() -> None:
+        nonlocal pressed
+        pressed += 1
+        if pressed == 1:
+            handler()
+            return
+        loop.remove_signal_handler(signal.SIGINT)
+        signal.signal(signal.SIGINT, previous)
+        signal.raise_signal(signal.SIGINT)
+
+    loop.add_signal_handler(signal.SIGINT, on_interrupt)
     try:
         yield
     finally:
@@ -64,6 +79,8 @@ class Chat:
     recorder: SessionRecorder | None = None
     activity: TerminalActivity | None = None
     """The live display, on a terminal; ``None`` prints replies as plain lines."""
+    reader: LineReader = field(default_factory=LineReader)
+    """Shared with the ``--mutations ask`` question, so a line typed for one is never lost."""
     thread: str = field(default_factory=new_thread_id)
 
     async def run(self) -> int:
@@ -83,15 +100,15 @@ class Chat:
     async def _loop(self) -> None:
         while True:
             try:
-                text = await read_in_thread(input, PROMPT)
+                text = await self.reader.read(PROMPT)
             except (EOFError, KeyboardInterrupt):
                 print(file=sys.stderr)
                 return
-            command = text.strip()
+            command = ALIASES.get(text.strip(), text.strip())
             if not command:
                 continue
-            if command.startswith("/") and command.split()[0] in COMMANDS:
-                if not await self._command(command.split()[0]):
+            if command in COMMANDS:
+                if not await self._command(command):
                     return
                 continue
             await self._ask(text)
@@ -106,7 +123,7 @@ class Chat:
             if self.activity is not None:
                 self.activity.end_run(None, interrupted=True)
             else:
-                say("(interrupted: the run was cancelled; the conversation goes on)")
+                say(INTERRUPTED)
             return
         self._show(future.result())
 

@@ -3,15 +3,23 @@
 snippet; and the reply, streamed and rendered as Markdown.
 
 The activity goes to stderr, the reply to stdout. Only one live region is on screen at a time: the
-status line (stderr) stops while reply text streams (stdout), and the other way round.
+status line (stderr) stops while reply text streams (stdout), and the other way round. Streamed
+text shows as a plain preview of its last lines, refreshed a few times a second; the reply is
+rendered as Markdown once, when it is complete (rendering it at every chunk costs the square of
+its length, and a reply taller than the screen would be copied into the scrollback each time).
+
+A display that fails (a terminal gone, a rich error) turns itself off: it never fails the run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
+import reprlib
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -22,6 +30,8 @@ from rich.text import Text
 
 from ..activity import Activity
 from ..humanize import count, data_size, one_line
+from ..log import log_event
+from .chat import INTERRUPTED
 
 if TYPE_CHECKING:
     from ..code_mode.dispatch import NestedCall
@@ -33,12 +43,36 @@ SNIPPET_LINES = 12
 SHOWN_CALLS = 12
 """Finished nested calls listed one by one per snippet; the rest are only counted."""
 ARGUMENT_CHARS = 60
+_short = reprlib.Repr()
+_short.maxstring = _short.maxother = ARGUMENT_CHARS
+_short.maxlist = _short.maxdict = 4
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def call_text(call: NestedCall) -> str:
     """``http_get(url='https://…')``: the function the snippet called, short arguments."""
-    arguments = ", ".join(f"{name}={value!r}" for name, value in call.arguments.items())
+    arguments = ", ".join(f"{name}={_short.repr(value)}" for name, value in call.arguments.items())
     return f"{call.function or call.tool}({one_line(arguments, ARGUMENT_CHARS)})"
+
+
+def _guarded(method: F) -> F:
+    """A display method that fails turns the display off instead of failing the run."""
+
+    @functools.wraps(method)
+    def guarded(self: TerminalActivity, *args: Any, **kwargs: Any) -> Any:
+        if self.failed:
+            return None
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            self.failed = True
+            log_event("terminal.display_failed", logging.WARNING, error=f"{type(exc).__name__}: {exc}")
+            with contextlib.suppress(Exception):
+                self._stop_status()
+                self._stop_reply()
+            return None
+
+    return guarded  # type: ignore[return-value]
 
 
 def finished_line(call: NestedCall, seconds: float) -> Text:
@@ -86,67 +120,76 @@ class TerminalActivity(Activity):
         self.err = err
         self.out = out
         """stdout when it is a terminal too: replies streamed and rendered there; else ``None``."""
+        self.failed = False
         self._status: Live | None = None
         self._reply_live: Live | None = None
         self._reply = ""
-        self._streamed = False
-        self._round = 0
         self._running: list[NestedCall] = []
         self._finished = 0
         self._snippet: _Elapsed | None = None
-
-    # The run, as the chat sees it
-
-    def begin_run(self) -> None:
-        self._reply, self._streamed, self._round = "", False, 0
-
-    def close(self) -> None:
-        """Take the live regions off the screen (the command is ending, however it ends)."""
-        self._stop_status()
-        self._stop_reply()
 
     @property
     def markdown(self) -> bool:
         return self.out is not None
 
+    # The run, as the chat sees it
+
+    @_guarded
+    def begin_run(self) -> None:
+        self._reply = ""
+
+    @_guarded
+    def close(self) -> None:
+        """Take the live regions off the screen (the run or the command is ending, however)."""
+        self._stop_status()
+        self._stop_reply()
+        self._snippet, self._running, self._finished = None, [], 0
+
     def end_run(self, reply: str | None, *, interrupted: bool = False) -> bool:
-        """Stop the live regions and show ``reply`` unless it was streamed already; whether it was
-        shown (False: the caller prints it, plain)."""
+        """Stop the live regions and show ``reply``, rendered; whether it was shown (False: the
+        caller prints it, plain)."""
         self.close()
         if interrupted:
-            self.err.print(
-                Text("(interrupted: the run was cancelled; the conversation goes on)", style="yellow")
-            )
+            self._print(self.err, Text(INTERRUPTED, style="yellow"))
             return False
         if reply is None or self.out is None:
             return False
-        if not self._streamed:
-            self.out.print(Markdown(reply))
+        return bool(self._print(self.out, Markdown(reply)))
+
+    @_guarded
+    def _print(self, console: Console, renderable: RenderableType) -> bool:
+        console.print(renderable)
         return True
 
     # Activity events
 
+    @_guarded
     def model_request(self, round_number: int) -> None:
-        self._round = round_number
+        self._reply = ""  # a new answer (a retried request starts over too)
         self._stop_reply()
         label = "thinking" if round_number == 1 else f"thinking (round {round_number})"
         self._show_status(_Elapsed(label))
 
+    @_guarded
     def reply_text(self, text: str) -> None:
         if self.out is None:
             return
         self._stop_status()
         self._reply += text
-        self._streamed = True
         if self._reply_live is None:
-            self._reply_live = Live(console=self.out, auto_refresh=False, vertical_overflow="visible")
+            self._reply_live = Live(
+                console=self.out, transient=True, refresh_per_second=8, vertical_overflow="crop"
+            )
             self._reply_live.start()
-        self._reply_live.update(Markdown(self._reply), refresh=True)
+        self._reply_live.update(self._preview(), refresh=False)
 
+    @_guarded
     def tool_started(self, name: str, arguments: dict[str, Any]) -> None:
         self._stop_status()
         self._stop_reply()
-        self._reply = ""  # text before a tool call is shown, but is not the reply
+        if self._reply.strip() and self.out is not None:  # text before a tool call: kept, not the reply
+            self.out.print(Markdown(self._reply))
+        self._reply = ""
         code = arguments.get("code") if name == RUN_CODE else None
         if isinstance(code, str):
             self.err.print(self._snippet_view(code))
@@ -156,10 +199,12 @@ class TerminalActivity(Activity):
         self._snippet = _Elapsed(f"running {name}")
         self._show_status(self._running_view())
 
+    @_guarded
     def call_started(self, call: NestedCall) -> None:
         self._running.append(call)
         self._refresh()
 
+    @_guarded
     def call_finished(self, call: NestedCall, seconds: float) -> None:
         if call in self._running:
             self._running.remove(call)
@@ -168,6 +213,7 @@ class TerminalActivity(Activity):
             self.err.print(finished_line(call, seconds))
         self._refresh()
 
+    @_guarded
     def tool_finished(self, name: str, output: ToolCallOutput, seconds: float) -> None:
         self._stop_status()
         if self._finished > SHOWN_CALLS:
@@ -183,7 +229,7 @@ class TerminalActivity(Activity):
         try:
             yield
         finally:
-            if self._snippet is not None:
+            if self._snippet is not None and not self.failed:
                 self._show_status(self._running_view())
 
     # Rendering
@@ -207,6 +253,12 @@ class TerminalActivity(Activity):
         if self._snippet is not None:
             rows.append(self._snippet)
         return Group(*rows)
+
+    def _preview(self) -> Text:
+        """The last lines of the text so far, as many as fit above the prompt."""
+        assert self.out is not None
+        lines = self._reply.split("\n")[-max(self.out.size.height - 2, 1) :]
+        return Text("\n".join(lines))
 
     def _refresh(self) -> None:
         if self._status is not None and self._snippet is not None:

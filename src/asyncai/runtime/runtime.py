@@ -25,6 +25,7 @@ per run, which is what a JSONL channel wants: one output line per run.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -183,6 +184,7 @@ class Runtime:
         if thread.worker is None:
             self._idle.clear()
             thread.worker = loop.create_task(self._drive(thread), name=f"asyncai-thread-{request.thread_id}")
+            thread.worker.add_done_callback(functools.partial(self._worker_done, thread))
         return future
 
     async def submit(self, request: RunRequest) -> RunReply:
@@ -238,6 +240,20 @@ class Runtime:
 
     # ------------------------------------------------------------------------------------------
     # Internals
+
+    def _worker_done(self, thread: _Thread, task: asyncio.Task[None]) -> None:
+        """A cancelled worker fails the messages still waiting on its thread, also one cancelled
+        before it ever ran (``_drive`` then never started)."""
+        if not task.cancelled():
+            return
+        if thread.worker is task:
+            thread.worker = None
+        for pending in thread.pending:
+            if not pending.future.done():
+                pending.future.cancel()
+        thread.pending.clear()
+        if all(t.worker is None for t in self._threads.values()):
+            self._idle.set()
 
     async def _drive(self, thread: _Thread) -> None:
         try:
