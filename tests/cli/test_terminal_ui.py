@@ -219,7 +219,7 @@ def test_help_lists_the_commands(tmp_path: Path) -> None:
             for command in ("/help", "/tools", "/vars", "/session", "/restart", "/new"):
                 assert f"  {command}" in screen
             chat.type("/tools\r")
-            chat.wait_for("http_get")
+            chat.wait_for("http_get", ": 1 tool, ")  # the table, then the servers, as `asyncai tools`
             chat.type("/quit\r")
             chat.child.expect(pexpect.EOF, timeout=30)
             chat.child.close()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ..runtime import RunReply, RunRequest, Runtime
 from .blocking import LineReader
 from .history import line_editing
-from .tools_command import render_table
+from .tools_command import NO_SERVERS, listing
 
 if TYPE_CHECKING:
     from ..code_mode import CodeModeToolExecutor
@@ -151,9 +151,10 @@ class Chat:
                 await scope.save_state(session.session_id)
             say("(REPL state cleared)")
         elif command == "/tools":
+            from ..tools import McpToolExecutor  # loaded already: the chat's servers run on it
+
             inner = self.executor.inner
-            routes = getattr(inner, "routes", {})
-            say(render_table(list(routes.values()), getattr(inner, "duplicates", [])))
+            say(await listing(inner) if isinstance(inner, McpToolExecutor) else NO_SERVERS)
         elif command == "/vars":
             variables = self.executor.thread_scope(self.thread).variables()
             say(

@@ -13,7 +13,7 @@ from .settings import Settings, add_mcp_options
 from .wiring import mcp_executor
 
 if TYPE_CHECKING:
-    from ..tools import ServerSummary
+    from ..tools import McpToolExecutor, ServerSummary
 
 TASK_ONLY_NOTE = "task-only: not callable from snippets"
 NO_SERVERS = "(no MCP servers: configure them with --mcp-stdio, --mcp-http or --mcp-config)"
@@ -78,13 +78,16 @@ def render_summary(summary: ServerSummary) -> str:
     return f"{line} ({summary.error})" if summary.error else line
 
 
+async def listing(executor: McpToolExecutor) -> str:
+    """What ``asyncai tools`` prints (the chat's ``/tools`` too): the routed tool table, then a
+    line per server."""
+    summaries = await executor.summaries()
+    lines = [render_table(list(executor.routes.values()), executor.duplicates)] if executor.routes else []
+    lines += [render_summary(summary) for summary in summaries] or [NO_SERVERS]
+    return "\n".join(lines)
+
+
 async def run(settings: Settings, out: TextIO = sys.stdout) -> int:
     async with mcp_executor(settings) as executor:
-        summaries = await executor.summaries()
-        if executor.routes:
-            print(render_table(list(executor.routes.values()), executor.duplicates), file=out)
-        for summary in summaries:
-            print(render_summary(summary), file=out)
-        if not summaries:
-            print(NO_SERVERS, file=out)
+        print(await listing(executor), file=out)
     return 0
