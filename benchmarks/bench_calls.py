@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
-from asyncai.tools.mcp_client import McpToolExecutor
-from asyncai.tools.specs import stdio_spec
+from asyncai.tools.mcp.client import McpToolExecutor
+from asyncai.tools.mcp.specs import stdio_spec
 from bench_server import RECORDS_PER_10_MB
 from report import Row, arguments, save_section, side_by_side
 

@@ -19,10 +19,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.code_mode.test_catalog_scale import QUERIES
 from tests.fakes.big_server import generate
 
-from asyncai.code_mode.catalog import render_catalog
-from asyncai.code_mode.executor import build_catalog, run_code_definition
-from asyncai.code_mode.search import ToolFinder
-from asyncai.tools.results import tool_definition
+from asyncai.code_mode.catalog.description import run_code_definition
+from asyncai.code_mode.catalog.entries import build_catalog
+from asyncai.code_mode.catalog.search import ToolFinder
+from asyncai.code_mode.catalog.stubs import render_catalog
+from asyncai.tools.mcp.results import tool_definition
 from report import Row, Stats, save_section
 
 RUNS = 5

@@ -234,8 +234,8 @@ async def stdio_child(patched: bool) -> dict[str, Any]:
     import anyio.streams.text
     import mcp.client.stdio as sdk_stdio
 
-    from asyncai.tools.mcp_client import McpToolExecutor  # applies the line-batching patch
-    from asyncai.tools.specs import stdio_spec
+    from asyncai.tools.mcp.client import McpToolExecutor  # applies the line-batching patch
+    from asyncai.tools.mcp.specs import stdio_spec
 
     if not patched:
         sdk_stdio.TextReceiveStream = anyio.streams.text.TextReceiveStream  # type: ignore[attr-defined]

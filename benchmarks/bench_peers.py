@@ -62,8 +62,8 @@ from pydantic_ai_harness import CodeMode
 from pydantic_ai_harness.code_mode import CodeModeReturnSchemaWarning
 
 from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
-from asyncai.tools.mcp_client import McpToolExecutor
-from asyncai.tools.specs import stdio_spec
+from asyncai.tools.mcp.client import McpToolExecutor
+from asyncai.tools.mcp.specs import stdio_spec
 from bench_server import RECORDS_PER_10_MB, REGIONS
 from report import Row, Stats, save_section, seconds
 

@@ -44,7 +44,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
 
-from asyncai.code_mode.state_store import RedisStore
+from asyncai.state.stores import RedisStore
 from report import Row, Stats, arguments, save_section, seconds
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

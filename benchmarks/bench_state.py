@@ -15,7 +15,7 @@ import asyncio
 from typing import Any
 
 from asyncai.code_mode import CodeModeToolExecutor
-from asyncai.code_mode.repl import ReplScope
+from asyncai.code_mode.engine.repl import ReplScope
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
 from report import Row, Stats, arguments, save_section, timed_async
 

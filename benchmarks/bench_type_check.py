@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.fakes.big_server import generate
 
 from asyncai.code_mode import CodeModeToolExecutor, SandboxConfig
-from asyncai.code_mode.repl import ReplScope
-from asyncai.tools.results import tool_definition
+from asyncai.code_mode.engine.repl import ReplScope
+from asyncai.tools.mcp.results import tool_definition
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
 
 SNIPPETS = {

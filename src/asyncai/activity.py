@@ -7,11 +7,45 @@ get, and a display overrides what it shows. Events come from the event loop's th
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from asyncai.log import json_safe
+
 if TYPE_CHECKING:
-    from .code_mode.dispatch import NestedCall
-    from .tools.types import ToolCallOutput
+    from asyncai.tools.types import ToolCallOutput
+
+
+@dataclass
+class NestedCall:
+    tool: str
+    arguments: dict[str, Any]
+    mutating: bool
+    is_error: bool = False
+    bytes: int = 0
+    refused: bool = False
+    function: str = ""
+    """The Python name the snippet called."""
+    answered: bool = False
+    """The tool's answer (a result or an error) came back; False while it runs and once cut off."""
+
+    def outcome(self) -> str:
+        if self.refused:
+            return "refused"
+        if not self.answered:
+            return "cut off"
+        return "failed" if self.is_error else "finished"
+
+    def audit(self) -> dict[str, Any]:
+        """The A7 audit entry; ``"refused": true`` is added for a call the mutation gate stopped."""
+        entry = {
+            "tool": self.tool,
+            "arguments": json_safe(self.arguments),  # a snippet can pass anything; records must be JSON
+            "is_error": self.is_error,
+            "bytes": self.bytes,
+            "mutating": self.mutating,
+        }
+        return {**entry, "refused": True} if self.refused else entry
 
 
 class Activity:

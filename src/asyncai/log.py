@@ -13,7 +13,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from .humanize import count
+from asyncai.humanize import count
 
 LOGGER_NAME = "asyncai"
 _FIELDS_ATTR = "asyncai_fields"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from asyncai.code_mode.state_store import MAGIC, SUFFIX, default_state_dir, new_stamp, open_store
+from asyncai.state.stores import MAGIC, SUFFIX, default_state_dir, new_stamp, open_store
 from tests.cli.conftest import BIN, SIMPLE, CliResult
 from tests.cli.test_interactive import _on_a_terminal
 from tests.cli.test_sessions import ask, session_of

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from asyncai.code_mode.state_store import SUFFIX, default_state_dir
+from asyncai.state.stores import SUFFIX, default_state_dir
 from asyncai.transcripts import RESTART_NOTE
 from tests.cli.conftest import SIMPLE, CliResult, asyncai
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply

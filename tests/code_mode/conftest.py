@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
-from asyncai.code_mode.repl import ReplScope
+from asyncai.code_mode.engine.repl import ReplScope
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
 
 OBJECT: dict[str, Any] = {"type": "object"}

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
-from asyncai.code_mode.catalog import render_stub
-from asyncai.code_mode.description import DEFAULT_CATALOG_BUDGET, run_code_description
+from asyncai.code_mode.catalog.description import DEFAULT_CATALOG_BUDGET, run_code_description
+from asyncai.code_mode.catalog.stubs import render_stub
 from asyncai.tools import McpToolExecutor, stdio_spec
-from asyncai.tools.results import tool_definition
+from asyncai.tools.mcp.results import tool_definition
 from tests.fakes.big_server import generate
 
 pytestmark = pytest.mark.anyio

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from asyncai.code_mode import CodeModeToolExecutor, SandboxConfig, repl
+from asyncai.code_mode import CodeModeToolExecutor, SandboxConfig
+from asyncai.code_mode.engine import repl
 from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor, run
 from tests.fakes.logs import captured_log
 

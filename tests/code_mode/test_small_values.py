@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor, crossing
+from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
+from asyncai.code_mode.engine import crossing
 from asyncai.tools.types import ToolCallOutput
 from tests.fakes.executors import ECHO, FakeToolExecutor
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from asyncai.code_mode.state_store import StateStore, open_store
+from asyncai.state.stores import StateStore, open_store
 from tests.fakes.redis import redis_server
 
 

@@ -17,7 +17,7 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from asyncai.code_mode import CodeModeToolExecutor
-from asyncai.code_mode.crossing import unwrapped_output_schema
+from asyncai.code_mode.engine.crossing import unwrapped_output_schema
 from asyncai.tools import McpToolExecutor, stdio_spec
 from asyncai.tools.types import ToolCallOutput
 from tests.third_party import npm_server, pypi_server

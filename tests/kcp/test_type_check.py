@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from asyncai.code_mode import CodeModeToolExecutor, SandboxConfig
-from asyncai.code_mode.type_check import rejection
+from asyncai.code_mode.engine.type_check import rejection
 from asyncai.tools import McpToolExecutor
 
 from .conftest import KcpEnv

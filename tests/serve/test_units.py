@@ -7,8 +7,9 @@ import asyncio
 
 import pytest
 
+from asyncai.approvals.gate import ApprovalRequest
 from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
-from asyncai.code_mode.gate import ApprovalRequest, WallClock
+from asyncai.code_mode.engine.clock import WallClock
 from asyncai.serve.http import BindError, HttpOptions, check_bind, is_loopback
 from asyncai.serve.scopes import SessionScopes
 from tests.code_mode.conftest import FakeExecutor

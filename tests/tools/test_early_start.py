@@ -8,7 +8,7 @@ import json
 import pytest
 
 from asyncai.tools import McpToolExecutor, stdio_spec
-from asyncai.tools.early_start import EarlyServers, early_servers
+from asyncai.tools.mcp.early_start import EarlyServers, early_servers
 from tests.fakes.servers import server_command
 
 pytestmark = pytest.mark.anyio

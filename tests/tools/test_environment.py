@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from asyncai.tools import server_environment
-from asyncai.tools.environment import is_secret_name
+from asyncai.tools.mcp.environment import is_secret_name
 
 KEY = "sk-live-0123456789abcdef"
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from asyncai.tools import McpToolExecutor, ServerStartError, specs_from_config
-from asyncai.tools.specs import HttpServerSpec
+from asyncai.tools.mcp.specs import HttpServerSpec
 from tests.fakes.servers import free_port
 from tests.tools.loopback_http import LoopbackServer, loopback_server
 

@@ -16,7 +16,7 @@ import pytest
 
 from asyncai.log import configure_logging
 from asyncai.tools import McpToolExecutor, ServerStartError, http_spec, specs_from_config, stdio_spec
-from asyncai.tools.mcp_client import McpConnection
+from asyncai.tools.mcp.client import McpConnection
 from tests.fakes.logs import captured_log
 from tests.fakes.servers import SERVER_SCRIPT, broken_server_config, http_test_server, server_command
 

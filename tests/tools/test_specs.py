@@ -18,7 +18,7 @@ from asyncai.tools import (
     specs_from_config,
     stdio_spec,
 )
-from asyncai.tools.specs import expand_variables
+from asyncai.tools.mcp.specs import expand_variables
 from tests.fakes.logs import captured_log
 
 

@@ -4,7 +4,8 @@ from typing import Any
 
 import pytest
 
-from asyncai.code_mode.catalog import (
+from asyncai.code_mode.catalog.description import run_code_description
+from asyncai.code_mode.catalog.stubs import (
     HELPER_NAMES,
     PREIMPORTED,
     RUN_CODE_INPUT_SCHEMA,
@@ -16,7 +17,6 @@ from asyncai.code_mode.catalog import (
     sanitize_names,
     shape_sketch,
 )
-from asyncai.code_mode.description import run_code_description
 from asyncai.tools.types import ToolDefinition
 
 NO_SCHEMA_RULE = "A function marked -> Any has no output schema: inspect a small sample"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from asyncai.code_mode.catalog_index import index_line, render_index
-from asyncai.code_mode.search import summary, words_of_name
+from asyncai.code_mode.catalog.index import index_line, render_index
+from asyncai.code_mode.catalog.search import summary, words_of_name
 from asyncai.tools.types import ToolDefinition
 
 

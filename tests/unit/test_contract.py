@@ -3,7 +3,8 @@ import re
 
 import pytest
 
-from asyncai.code_mode.contract import (
+from asyncai.activity import NestedCall
+from asyncai.code_mode.engine.contract import (
     HINTS,
     RunCodeText,
     SnippetOutcome,
@@ -13,7 +14,7 @@ from asyncai.code_mode.contract import (
     hide_frames,
     hint_for,
 )
-from asyncai.code_mode.dispatch import NestedCall, calls_report
+from asyncai.code_mode.engine.dispatch import calls_report
 from asyncai.log import preview
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from asyncai.code_mode.catalog import render_stub
-from asyncai.code_mode.crossing import (
+from asyncai.code_mode.catalog.stubs import render_stub
+from asyncai.code_mode.engine.crossing import (
     SMALL_VALUE_CHARS,
     Payload,
     crosses_exactly,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import mcp.types as mt
 
-from asyncai.tools.results import call_output, tool_definition
+from asyncai.tools.mcp.results import call_output, tool_definition
 
 SCHEMA = {"type": "object"}
 

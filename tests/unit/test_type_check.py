@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from asyncai.code_mode.catalog import parameter_names
-from asyncai.code_mode.dispatch import CatalogEntry
-from asyncai.code_mode.type_check import literal_accepted, rejection
+from asyncai.code_mode.catalog.entries import CatalogEntry
+from asyncai.code_mode.catalog.stubs import parameter_names
+from asyncai.code_mode.engine.type_check import literal_accepted, rejection
 from asyncai.tools.types import ToolDefinition
 
 TOOL = ToolDefinition(

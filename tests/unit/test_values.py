@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from asyncai.code_mode.values import compact_json, to_json_value
+from asyncai.code_mode.engine.values import compact_json, to_json_value
 
 
 def _nested_list(depth: int) -> list[Any]:

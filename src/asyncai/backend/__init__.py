@@ -5,8 +5,7 @@ HTTP goes through ``httpx2``, already a dependency of asyncai through ``mcp``; n
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_exports
-from .config import (
+from asyncai.backend.config import (
     DEFAULT_SYSTEM_PROMPT,
     FINAL_ROUND_INSTRUCTION,
     NO_ANSWER_TEXT,
@@ -14,11 +13,12 @@ from .config import (
     Message,
     ToolCall,
 )
-from .harness import ModelTurn, SessionHarness
-from .metrics import TurnSummary
+from asyncai.backend.harness import ModelTurn, SessionHarness
+from asyncai.backend.metrics import TurnSummary
+from asyncai.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .openai import ModelServerError, OpenAiCompatibleBackend, RunResult
+    from asyncai.backend.openai import ModelServerError, OpenAiCompatibleBackend, RunResult
 
 __getattr__ = lazy_exports(
     __name__, {"ModelServerError": "openai", "OpenAiCompatibleBackend": "openai", "RunResult": "openai"}

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..tools.types import ToolCallOutput
-from .config import Message
+from asyncai.backend.config import Message
+from asyncai.tools.types import ToolCallOutput
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..tools.types import ToolCallOutput
+from asyncai.tools.types import ToolCallOutput
 
 
 @dataclass

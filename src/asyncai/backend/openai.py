@@ -18,14 +18,14 @@ from typing import Any
 
 import httpx2
 
-from ..activity import QUIET, Activity
-from ..humanize import one_line, seconds
-from ..log import decoded_or_preview, dumps_compact, log_event
-from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
-from . import wire
-from .config import FINAL_ROUND_INSTRUCTION, NO_ANSWER_TEXT, BackendConfig, Message
-from .harness import ModelTurn, SessionHarness
-from .metrics import TurnSummary
+from asyncai.activity import QUIET, Activity
+from asyncai.backend import wire
+from asyncai.backend.config import FINAL_ROUND_INSTRUCTION, NO_ANSWER_TEXT, BackendConfig, Message
+from asyncai.backend.harness import ModelTurn, SessionHarness
+from asyncai.backend.metrics import TurnSummary
+from asyncai.humanize import one_line, seconds
+from asyncai.log import decoded_or_preview, dumps_compact, log_event
+from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
 
 _ERROR_PREVIEW_CHARS = 300
 

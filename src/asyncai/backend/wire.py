@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..log import dumps_compact, preview
-from ..tools.types import ToolDefinition
-from .config import BackendConfig, Message, ToolCall
+from asyncai.backend.config import BackendConfig, Message, ToolCall
+from asyncai.log import dumps_compact, preview
+from asyncai.tools.types import ToolDefinition
 
 ARGUMENT_PREVIEW_CHARS = 200
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?[ \t]*```", re.DOTALL)

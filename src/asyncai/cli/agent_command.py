@@ -13,14 +13,13 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
-from ..activity import QUIET
-from ..backend import DEFAULT_SYSTEM_PROMPT, BackendConfig
-from ..runtime import RunReply, RunRequest, Runtime
-from .approval import TerminalApprover
-from .blocking import LineReader, read_in_thread
-from .chat import Chat
-from .sessions import add_session_options, session_recorder, state_store
-from .settings import (
+from asyncai.activity import QUIET
+from asyncai.backend import DEFAULT_SYSTEM_PROMPT, BackendConfig
+from asyncai.cli.approval import TerminalApprover
+from asyncai.cli.blocking import LineReader, read_in_thread
+from asyncai.cli.chat import Chat
+from asyncai.cli.sessions import add_session_options, session_recorder, state_store
+from asyncai.cli.settings import (
     Settings,
     UsageError,
     add_code_options,
@@ -29,10 +28,11 @@ from .settings import (
     mutation_policy,
     read_text_file,
 )
-from .wiring import code_mode_executor
+from asyncai.cli.wiring import code_mode_executor
+from asyncai.runtime import RunReply, RunRequest, Runtime
 
 if TYPE_CHECKING:
-    from .live import TerminalActivity
+    from asyncai.cli.live import TerminalActivity
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"  # Ollama's OpenAI-compatible endpoint
 
@@ -108,7 +108,7 @@ async def run(settings: Settings) -> int:
     # The chat streams its replies where they are shown as they come.
     config = backend_config(settings, stream_by_default=chat and activity is not None and activity.markdown)
     recorder = session_recorder(settings)
-    from ..backend import OpenAiCompatibleBackend  # httpx2: loaded once a run needs the model
+    from asyncai.backend import OpenAiCompatibleBackend  # httpx2: loaded once a run needs the model
 
     reader = LineReader()  # the chat's prompt and its approval questions read the same lines
     approver = None
@@ -143,7 +143,7 @@ def terminal_activity(settings: Settings) -> TerminalActivity | None:
         return None
     from rich.console import Console  # rich: only for a person at a terminal
 
-    from .live import TerminalActivity
+    from asyncai.cli.live import TerminalActivity
 
     markdown = sys.stdout.isatty()
     return TerminalActivity(Console(stderr=True), Console() if markdown else None)

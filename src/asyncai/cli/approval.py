@@ -16,8 +16,8 @@ import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 
-from ..code_mode.gate import Approval, ApprovalRequest
-from .blocking import read_in_thread
+from asyncai.approvals.gate import Approval, ApprovalRequest
+from asyncai.cli.blocking import read_in_thread
 
 QUESTION = (
     "run_code wants to call {call}\n"

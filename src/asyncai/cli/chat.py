@@ -12,15 +12,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..runtime import RunReply, RunRequest, Runtime
-from .blocking import LineReader
-from .history import line_editing
-from .tools_command import NO_SERVERS, listing
+from asyncai.cli.blocking import LineReader
+from asyncai.cli.history import line_editing
+from asyncai.cli.terminal import INTERRUPTED
+from asyncai.cli.tools_command import NO_SERVERS, listing
+from asyncai.runtime import RunReply, RunRequest, Runtime
 
 if TYPE_CHECKING:
-    from ..code_mode import CodeModeToolExecutor
-    from .live import TerminalActivity
-    from .sessions import SessionRecorder
+    from asyncai.cli.live import TerminalActivity
+    from asyncai.cli.sessions import SessionRecorder
+    from asyncai.code_mode import CodeModeToolExecutor
 
 BANNER = "asyncai chat. /exit quits, /restart clears the REPL, /new starts a new thread."
 COMMANDS = {
@@ -33,7 +34,6 @@ COMMANDS = {
     "/exit": "quit (or Ctrl-D; Ctrl-C stops a run, and quits at the prompt)",
 }
 PROMPT = "you> "
-INTERRUPTED = "(interrupted: the run was cancelled; the conversation goes on)"
 ALIASES = {"/quit": "/exit"}
 
 
@@ -151,7 +151,7 @@ class Chat:
                 await scope.save_state(session.session_id)
             say("(REPL state cleared)")
         elif command == "/tools":
-            from ..tools import McpToolExecutor  # loaded already: the chat's servers run on it
+            from asyncai.tools import McpToolExecutor  # loaded already: the chat's servers run on it
 
             inner = self.executor.inner
             say(await listing(inner) if isinstance(inner, McpToolExecutor) else NO_SERVERS)

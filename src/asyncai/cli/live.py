@@ -28,14 +28,14 @@ from rich.spinner import Spinner
 from rich.syntax import Syntax
 from rich.text import Text
 
-from ..activity import Activity
-from ..humanize import count, data_size, one_line
-from ..log import log_event
-from .chat import INTERRUPTED
+from asyncai.activity import Activity
+from asyncai.cli.terminal import INTERRUPTED
+from asyncai.humanize import count, data_size, one_line
+from asyncai.log import log_event
 
 if TYPE_CHECKING:
-    from ..code_mode.dispatch import NestedCall
-    from ..tools.types import ToolCallOutput
+    from asyncai.activity import NestedCall
+    from asyncai.tools.types import ToolCallOutput
 
 RUN_CODE = "run_code"
 SNIPPET_LINES = 12

@@ -14,10 +14,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NoReturn
 
-from ..code_mode import SandboxConfigError
-from ..log import configure_logging
-from ..tools import ConfigError, ServerStartError
-from . import (
+from asyncai.cli import (
     agent_command,
     run_code_command,
     serve_command,
@@ -26,8 +23,18 @@ from . import (
     terminal,
     tools_command,
 )
-from .parsing import MergingSubParsers, Parser, check_argv, known_keys, subcommands, suppress_defaults
-from .settings import Settings, UsageError, resolve
+from asyncai.cli.parsing import (
+    MergingSubParsers,
+    Parser,
+    check_argv,
+    known_keys,
+    subcommands,
+    suppress_defaults,
+)
+from asyncai.cli.settings import Settings, UsageError, resolve
+from asyncai.code_mode import SandboxConfigError
+from asyncai.log import configure_logging
+from asyncai.tools import ConfigError, ServerStartError
 
 Command = Callable[[Settings], Awaitable[int]]
 SUBCOMMANDS: dict[str, Command] = {

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .settings import UsageError
+from asyncai.cli.settings import UsageError
 
 SERVER_COMMAND_DEST = "mcp_stdio"
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")

@@ -8,10 +8,10 @@ import ast
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from .approval import TerminalApprover
-from .blocking import read_in_thread
-from .history import line_editing
-from .settings import (
+from asyncai.cli.approval import TerminalApprover
+from asyncai.cli.blocking import read_in_thread
+from asyncai.cli.history import line_editing
+from asyncai.cli.settings import (
     Settings,
     UsageError,
     add_code_options,
@@ -19,10 +19,10 @@ from .settings import (
     mutation_policy,
     read_text_file,
 )
-from .wiring import code_mode_executor
+from asyncai.cli.wiring import code_mode_executor
 
 if TYPE_CHECKING:
-    from ..code_mode import CodeModeToolExecutor
+    from asyncai.code_mode import CodeModeToolExecutor
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -8,14 +8,14 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from ..transcripts.session import asyncai_version
-from .sessions import DEFAULT_STATE_TTL
-from .settings import Settings, UsageError, add_code_options, add_mcp_options, read_text_file
-from .wiring import code_mode_executor
+from asyncai.cli.sessions import DEFAULT_STATE_TTL
+from asyncai.cli.settings import Settings, UsageError, add_code_options, add_mcp_options, read_text_file
+from asyncai.cli.wiring import code_mode_executor
+from asyncai.transcripts.session import asyncai_version
 
 if TYPE_CHECKING:
-    from ..serve import HttpOptions
-    from ..serve.shared import SharedSessions
+    from asyncai.serve import HttpOptions
+    from asyncai.serve.shared import SharedSessions
 
 TOKEN_ENV = "ASYNCAI_MCP_TOKEN"
 
@@ -66,7 +66,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def http_options(settings: Settings) -> HttpOptions | None:
-    from ..serve import HttpOptions
+    from asyncai.serve import HttpOptions
 
     address = settings.text("http")
     if address is None:
@@ -100,7 +100,7 @@ def _token(settings: Settings) -> str | None:
 def shared_store_url(settings: Settings, http: bool) -> str | None:
     """The Redis URL sessions are shared through, if any. Only a typed ``--state-store`` counts:
     one in the config file is the agent's (where to keep resumed sessions' REPLs)."""
-    from ..code_mode.state_store import REDIS_SCHEMES
+    from asyncai.state.stores import REDIS_SCHEMES
 
     location = settings.text("state_store") if "state_store" in settings.flags else None
     if location is None:
@@ -120,8 +120,8 @@ def shared_store_url(settings: Settings, http: bool) -> str | None:
 
 async def run(settings: Settings) -> int:
     # The MCP server side (mcp.server, starlette, uvicorn) loads only when serve-mcp runs.
-    from ..serve import BindError, CodeModeServer, check_bind, listen, serve_http, serve_stdio
-    from ..serve.http import MCP_PATH
+    from asyncai.serve import BindError, CodeModeServer, check_bind, listen, serve_http, serve_stdio
+    from asyncai.serve.http import MCP_PATH
 
     options = http_options(settings)
     store_url = shared_store_url(settings, http=options is not None)
@@ -166,8 +166,8 @@ async def _shared_sessions(
     settings: Settings, url: str, closing: contextlib.AsyncExitStack
 ) -> SharedSessions:
     """The Redis store at ``url``, checked now (unreachable: a one-line error), closed last."""
-    from ..code_mode.state_store import RedisStore, StateStoreError
-    from ..serve.shared import DEFAULT_LEASE_WAIT, SharedSessions
+    from asyncai.serve.shared import DEFAULT_LEASE_WAIT, SharedSessions
+    from asyncai.state.stores import RedisStore, StateStoreError
 
     ttl = settings.number("state_ttl", DEFAULT_STATE_TTL)
     try:

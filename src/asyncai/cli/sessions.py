@@ -11,8 +11,9 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..log import log_event, logger
-from ..transcripts import (
+from asyncai.cli.settings import Settings, UsageError
+from asyncai.log import log_event, logger
+from asyncai.transcripts import (
     ClaudeCodeSession,
     Transcript,
     TranscriptError,
@@ -24,10 +25,9 @@ from ..transcripts import (
     project_dirs,
     session_path,
 )
-from .settings import Settings, UsageError
 
 if TYPE_CHECKING:
-    from ..code_mode.state_store import StateStore
+    from asyncai.state.stores import StateStore
 
 DEFAULT_STATE_TTL = 24 * 3600.0
 
@@ -176,7 +176,7 @@ def _unwritable(directory: Path) -> str | None:
 async def state_store(settings: Settings) -> StateStore:
     """The store recorded sessions keep their REPL state in, checked now: one that cannot be used
     is a one-line error before anything starts."""
-    from ..code_mode.state_store import StateStoreError, open_store
+    from asyncai.state.stores import StateStoreError, open_store
 
     try:
         store = open_store(settings.text("state_store"), settings.number("state_ttl", DEFAULT_STATE_TTL))

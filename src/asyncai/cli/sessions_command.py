@@ -6,9 +6,9 @@ import argparse
 import sys
 from typing import TextIO
 
-from ..transcripts import SessionInfo, list_sessions, project_dir, project_dirs
-from .sessions import working_directory
-from .settings import Settings
+from asyncai.cli.sessions import working_directory
+from asyncai.cli.settings import Settings
+from asyncai.transcripts import SessionInfo, list_sessions, project_dir, project_dirs
 
 HEADER = ("SESSION", "LAST ACTIVITY", "TURNS", "FIRST PROMPT")
 

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from ..code_mode import SANDBOX_KINDS, CodeModeLimits, SandboxConfig
-from ..code_mode.limits import MUTATION_POLICIES, MutationPolicy, parse_memory
-from ..code_mode.sandbox_config import SandboxKind
-from ..tools import ServerSpec, http_spec, specs_from_config, stdio_spec
+from asyncai.approvals.gate import MUTATION_POLICIES, MutationPolicy
+from asyncai.code_mode import SANDBOX_KINDS, CodeModeLimits, SandboxConfig
+from asyncai.code_mode.limits import parse_memory
+from asyncai.code_mode.sandbox.config import SandboxKind
+from asyncai.tools import ServerSpec, http_spec, specs_from_config, stdio_spec
 
 DEFAULT_CONFIG = Path("~/.config/asyncai/config.toml")
 PATH_KEYS = ("config", "mcp_config", "code_preamble", "system_file", "file")

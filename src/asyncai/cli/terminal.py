@@ -41,3 +41,7 @@ def end_line(stream: TextIO = sys.stderr) -> None:
     with contextlib.suppress(OSError, ValueError):
         if stream.isatty():
             print(file=stream, flush=True)
+
+
+INTERRUPTED = "(interrupted: the run was cancelled; the conversation goes on)"
+"""What the chat says after Ctrl-C stopped a run (with or without the live display)."""

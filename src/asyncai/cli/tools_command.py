@@ -7,13 +7,13 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from ..humanize import count
-from ..tools import DuplicateTool, ToolRoute
-from .settings import Settings, add_mcp_options
-from .wiring import mcp_executor
+from asyncai.cli.settings import Settings, add_mcp_options
+from asyncai.cli.wiring import mcp_executor
+from asyncai.humanize import count
+from asyncai.tools import DuplicateTool, ToolRoute
 
 if TYPE_CHECKING:
-    from ..tools import McpToolExecutor, ServerSummary
+    from asyncai.tools import McpToolExecutor, ServerSummary
 
 TASK_ONLY_NOTE = "task-only: not callable from snippets"
 NO_SERVERS = "(no MCP servers: configure them with --mcp-stdio, --mcp-http or --mcp-config)"
@@ -29,7 +29,7 @@ def render_table(routes: list[ToolRoute], duplicates: list[DuplicateTool]) -> st
 
     A tool that the server runs only as an MCP task has no Python name and is marked task-only.
     """
-    from ..code_mode.executor import build_catalog
+    from asyncai.code_mode.catalog.entries import build_catalog
 
     catalog = build_catalog([route.tool for route in routes])  # the names snippets use, by the same rule
     python_names = {id(entry.tool): name for name, entry in catalog.items()}

@@ -7,15 +7,22 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from ..activity import QUIET, Activity
-from ..tools.early_start import early_servers
-from .settings import Settings, code_limits, mutation_policy, read_preamble, sandbox_config, server_specs
+from asyncai.activity import QUIET, Activity
+from asyncai.cli.settings import (
+    Settings,
+    code_limits,
+    mutation_policy,
+    read_preamble,
+    sandbox_config,
+    server_specs,
+)
+from asyncai.tools.mcp.early_start import early_servers
 
 if TYPE_CHECKING:
-    from ..code_mode import CodeModeToolExecutor
-    from ..code_mode.gate import Approver
-    from ..code_mode.state_store import StateStore
-    from ..tools import McpToolExecutor
+    from asyncai.approvals.gate import Approver
+    from asyncai.code_mode import CodeModeToolExecutor
+    from asyncai.state.stores import StateStore
+    from asyncai.tools import McpToolExecutor
 
 
 @contextlib.asynccontextmanager
@@ -27,7 +34,7 @@ async def mcp_executor(settings: Settings) -> AsyncIterator[McpToolExecutor]:
     secrets = [settings.text("api_key")]
     # Spawn the stdio servers first: their own start then overlaps the SDK import below.
     async with early_servers(specs, secrets) as early:
-        from ..tools import McpToolExecutor  # loads the mcp SDK: only when a command needs servers
+        from asyncai.tools import McpToolExecutor  # loads the mcp SDK: only when a command needs servers
 
         # The code-mode per-call timeout fires first; the MCP one is a backstop for direct use.
         async with McpToolExecutor(
@@ -46,7 +53,7 @@ async def code_mode_executor(
     """Code mode over the configured servers; ``approver`` decides mutating calls under
     ``--mutations ask`` (without one they are refused); ``state_store`` keeps thread REPLs for
     resumed sessions."""
-    from ..code_mode import CodeModeToolExecutor  # pydantic-monty and the engine: only to run code
+    from asyncai.code_mode import CodeModeToolExecutor  # pydantic-monty and the engine: only to run code
 
     limits = code_limits(settings)
     sandbox = sandbox_config(settings)

@@ -2,12 +2,12 @@
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_exports
-from .limits import CodeModeLimits, parse_size
-from .sandbox_config import SANDBOX_KINDS, SandboxConfig, SandboxConfigError
+from asyncai.code_mode.limits import CodeModeLimits, parse_size
+from asyncai.code_mode.sandbox.config import SANDBOX_KINDS, SandboxConfig, SandboxConfigError
+from asyncai.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .executor import CodeModeToolExecutor
+    from asyncai.code_mode.executor import CodeModeToolExecutor
 
 __getattr__ = lazy_exports(__name__, {"CodeModeToolExecutor": "executor"})
 

@@ -6,66 +6,17 @@ import asyncio
 from collections import OrderedDict
 from typing import Any
 
-from ..activity import QUIET, Activity
-from ..tools.types import ToolCallOutput, ToolDefinition, ToolExecutor, ToolsChangedListener
-from .catalog import RUN_CODE_INPUT_SCHEMA, parameter_names, sanitize_names
-from .contract import MAX_RESULT_CHARS
-from .description import DEFAULT_CATALOG_BUDGET, run_code_description
-from .dispatch import CatalogEntry
-from .gate import Approver
-from .host_functions import HOST_FUNCTIONS
-from .limits import CodeModeLimits, MutationPolicy
-from .repl import RUN_CODE, ReplScope, ScopeSetup
-from .sandbox import Sandbox, SandboxConfig
-from .search import ToolFinder
-from .state_store import StateStore
-from .workers import WorkerRoom
-
-
-def callable_tools(tools: list[ToolDefinition]) -> list[ToolDefinition]:
-    """The tools a snippet can call: not those that only run as MCP tasks."""
-    return [tool for tool in tools if not tool.task_required]
-
-
-def _entry(tool: ToolDefinition, *, host_function: bool = False) -> CatalogEntry:
-    required = {str(name) for name in tool.input_schema.get("required", [])}
-    parameters = parameter_names(tool)
-    return CatalogEntry(
-        tool=tool,
-        parameters=parameters,
-        required=frozenset(py for py, schema_name in parameters.items() if schema_name in required),
-        host_function=host_function,
-    )
-
-
-def build_catalog(tools: list[ToolDefinition]) -> dict[str, CatalogEntry]:
-    """Python name -> entry for every callable tool and asyncai's own functions (resources, search)."""
-    catalog = {py_name: _entry(tool) for py_name, tool in sanitize_names(callable_tools(tools)).items()}
-    for name, tool in HOST_FUNCTIONS.items():
-        catalog[name] = _entry(tool, host_function=True)
-    return catalog
-
-
-def run_code_definition(
-    tools: list[ToolDefinition],
-    resource_servers: list[str] | None = None,
-    max_result_chars: int = MAX_RESULT_CHARS,
-    budget: int = DEFAULT_CATALOG_BUDGET,
-) -> ToolDefinition:
-    usable = callable_tools(tools)
-    return ToolDefinition(
-        name=RUN_CODE,
-        description=run_code_description(
-            usable,
-            resource_servers=resource_servers or [],
-            left_out=[tool.name for tool in tools if tool.task_required],
-            max_result_chars=max_result_chars,
-            budget=budget,
-        ),
-        input_schema=RUN_CODE_INPUT_SCHEMA,
-        read_only=all(tool.read_only for tool in usable),
-        destructive=any(tool.destructive for tool in usable),
-    )
+from asyncai.activity import QUIET, Activity
+from asyncai.approvals.gate import Approver, MutationPolicy
+from asyncai.code_mode.catalog.description import run_code_definition
+from asyncai.code_mode.catalog.entries import build_catalog
+from asyncai.code_mode.catalog.search import ToolFinder
+from asyncai.code_mode.engine.repl import ReplScope, ScopeSetup
+from asyncai.code_mode.limits import CodeModeLimits
+from asyncai.code_mode.sandbox.sandboxes import Sandbox, SandboxConfig
+from asyncai.code_mode.sandbox.workers import WorkerRoom
+from asyncai.state.stores import StateStore
+from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolExecutor, ToolsChangedListener
 
 
 class CodeModeToolExecutor(ToolExecutor):

@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
 
-from ..humanize import count
+from asyncai.humanize import count
 
 KIB = 1024
 MIB = 1024 * KIB
 GIB = 1024 * MIB
 MIN_MEMORY = MIB
 """The smallest heap cap the CLI accepts: below it not even the helpers of a new scope fit."""
-
-MutationPolicy = Literal["allow", "ask", "deny"]
-"""``--mutations``: what a nested call to a tool that may change the world needs (``gate.py``)."""
-MUTATION_POLICIES: tuple[MutationPolicy, ...] = ("allow", "ask", "deny")
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": KIB, "m": MIB, "g": GIB, "t": 1024 * GIB}

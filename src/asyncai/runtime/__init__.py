@@ -1,6 +1,6 @@
 """The runtime: conversation threads, one run at a time per thread, coalesced follow-up runs."""
 
-from .runtime import (
+from asyncai.runtime.runtime import (
     ReplyCallback,
     RunBackend,
     RunReply,

@@ -32,13 +32,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..backend.config import Message
-from ..backend.harness import SessionHarness
-from ..log import log_event
-from ..tools.types import StateLoad, ToolExecutor
+from asyncai.backend.config import Message
+from asyncai.backend.harness import SessionHarness
+from asyncai.log import log_event
+from asyncai.tools.types import StateLoad, ToolExecutor
 
 if TYPE_CHECKING:
-    from ..backend.openai import RunResult
+    from asyncai.backend.openai import RunResult
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from typing import Any
 import mcp.types as mt
 from mcp.server.session import ServerSession
 
-from ..code_mode.gate import Approval, ApprovalRequest
-from ..humanize import seconds
+from asyncai.approvals.gate import Approval, ApprovalRequest
+from asyncai.humanize import seconds
 
 APPROVAL_TIMEOUT = 600.0
 NEEDS_APPROVAL = "mutating calls need approval (--mutations ask)"

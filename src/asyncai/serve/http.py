@@ -34,9 +34,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..log import log_event
-from .server import HTTP_PREFIX, CodeModeServer
-from .shared import SessionRecord
+from asyncai.log import log_event
+from asyncai.serve.server import HTTP_PREFIX, CodeModeServer
+from asyncai.serve.shared import SessionRecord
 
 MCP_PATH = "/mcp"
 LOOPBACK_NAMES = ("localhost",)

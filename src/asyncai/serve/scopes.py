@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from ..code_mode import CodeModeToolExecutor
-from ..code_mode.repl import ReplScope
-from ..log import log_event
+from asyncai.code_mode import CodeModeToolExecutor
+from asyncai.code_mode.engine.repl import ReplScope
+from asyncai.log import log_event
 
 DEFAULT_IDLE_TIMEOUT = 30 * 60.0
 """A session's REPL is closed after this long without a call (the SDK's HTTP session default)."""

@@ -22,14 +22,14 @@ from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 
-from ..code_mode import CodeModeToolExecutor
-from ..code_mode.repl import RUN_CODE
-from ..log import log_event
-from ..tools.results import mcp_result, mcp_tool
-from ..tools.types import ToolCallOutput
-from .approval import ElicitationApprover
-from .scopes import DEFAULT_IDLE_TIMEOUT, SessionScopes
-from .shared import SessionBusy, SharedSessions, state_key
+from asyncai.code_mode import CodeModeToolExecutor
+from asyncai.code_mode.catalog.stubs import RUN_CODE
+from asyncai.log import log_event
+from asyncai.serve.approval import ElicitationApprover
+from asyncai.serve.scopes import DEFAULT_IDLE_TIMEOUT, SessionScopes
+from asyncai.serve.shared import SessionBusy, SharedSessions, state_key
+from asyncai.tools.mcp.results import mcp_result, mcp_tool
+from asyncai.tools.types import ToolCallOutput
 
 STDIO_SESSION = "stdio"
 HTTP_PREFIX = "http:"

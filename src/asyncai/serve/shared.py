@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from ..code_mode.state_store import RedisStore
-from ..humanize import one_line, seconds
-from ..log import log_event
+from asyncai.humanize import one_line, seconds
+from asyncai.log import log_event
+from asyncai.state.stores import RedisStore
 
 if TYPE_CHECKING:
     from redis.asyncio.lock import Lock

@@ -9,7 +9,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
-from ..humanize import seconds
+from asyncai.humanize import seconds
 
 server = MCPServer("asyncai-mcp-simple", version="0.1.0")
 

@@ -6,9 +6,9 @@ are imported on first use: ``asyncai --help`` and the argument parsing never pay
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_exports
-from .environment import server_environment
-from .specs import (
+from asyncai.lazy import lazy_exports
+from asyncai.tools.mcp.environment import server_environment
+from asyncai.tools.mcp.specs import (
     ConfigError,
     HttpServerSpec,
     ServerSpec,
@@ -17,7 +17,7 @@ from .specs import (
     specs_from_config,
     stdio_spec,
 )
-from .types import (
+from asyncai.tools.types import (
     DuplicateTool,
     ResourceError,
     ServerStartError,
@@ -28,9 +28,9 @@ from .types import (
 )
 
 if TYPE_CHECKING:
-    from .mcp_client import McpToolExecutor, ServerSummary
+    from asyncai.tools.mcp.client import McpToolExecutor, ServerSummary
 
-__getattr__ = lazy_exports(__name__, {"McpToolExecutor": "mcp_client", "ServerSummary": "mcp_client"})
+__getattr__ = lazy_exports(__name__, {"McpToolExecutor": "mcp.client", "ServerSummary": "mcp.client"})
 
 
 __all__ = [

@@ -1,8 +1,8 @@
 """Sessions recorded as Claude Code transcripts: where they live, how records are made, how a
 transcript is read back and resumed, and which sessions a directory has."""
 
-from .listing import SessionInfo, list_sessions, newest_session
-from .paths import (
+from asyncai.transcripts.listing import SessionInfo, list_sessions, newest_session
+from asyncai.transcripts.paths import (
     claude_config_dir,
     find_session,
     is_session_id,
@@ -11,8 +11,14 @@ from .paths import (
     project_slug,
     session_path,
 )
-from .reader import Transcript, TranscriptError, chain_messages, conversation_chain, load_transcript
-from .session import RESTART_NOTE, ClaudeCodeSession
+from asyncai.transcripts.reader import (
+    Transcript,
+    TranscriptError,
+    chain_messages,
+    conversation_chain,
+    load_transcript,
+)
+from asyncai.transcripts.session import RESTART_NOTE, ClaudeCodeSession
 
 __all__ = [
     "RESTART_NOTE",

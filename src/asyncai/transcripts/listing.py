@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..humanize import one_line
-from .paths import is_session_id
-from .reader import Record, parse_lines
+from asyncai.humanize import one_line
+from asyncai.transcripts.paths import is_session_id
+from asyncai.transcripts.reader import Record, parse_lines
 
 PROMPT_PREVIEW_CHARS = 60
 

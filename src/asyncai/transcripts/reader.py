@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..backend.config import Message, ToolCall
-from ..log import dumps_compact
-from .records import REASONING_KEY
+from asyncai.backend.config import Message, ToolCall
+from asyncai.log import dumps_compact
+from asyncai.transcripts.records import REASONING_KEY
 
 CONVERSATION_TYPES = frozenset({"user", "assistant", "progress", "system", "attachment"})
 MESSAGE_TYPES = frozenset({"user", "assistant"})

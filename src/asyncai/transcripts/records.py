@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ..backend.config import Message
-from ..backend.harness import ModelTurn
-from ..log import json_safe
+from asyncai.backend.config import Message
+from asyncai.backend.harness import ModelTurn
+from asyncai.log import json_safe
 
 TOOL_USE_RESULT_KEY = "toolUseResult"
 REASONING_KEY = "reasoningContent"

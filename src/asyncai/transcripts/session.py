@@ -18,13 +18,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ..backend.config import Message
-from ..backend.harness import ModelTurn
-from ..log import log_event
-from ..tools.types import ToolCallOutput
-from . import records
-from .reader import Transcript
-from .records import Links, RecordContext
+from asyncai.backend.config import Message
+from asyncai.backend.harness import ModelTurn
+from asyncai.log import log_event
+from asyncai.tools.types import ToolCallOutput
+from asyncai.transcripts import records
+from asyncai.transcripts.reader import Transcript
+from asyncai.transcripts.records import Links, RecordContext
 
 RESTART_NOTE = "[the sandbox was restarted: variables from earlier run_code calls are gone]"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import kubectl as k
+from asyncai.servers.kcp import kubectl as k
 
 KUBECONFIGS_ENV = "ASYNCAI_KCP_KUBECONFIGS"
 DEFAULT_KUBECONFIG = Path(".kcp") / "admin.kubeconfig"

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...humanize import seconds
+from asyncai.humanize import seconds
 
 DEFAULT_TIMEOUT = 60.0
 KUBECTL_ENV = "ASYNCAI_KUBECTL"

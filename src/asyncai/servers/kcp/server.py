@@ -17,11 +17,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from ...log import dumps_compact
-from . import kubectl as k
-from .descriptions import DESCRIPTIONS
-from .discovery import kubeconfig_paths
-from .service import ApiResourceList, KcpList, KcpService, WorkspaceList
+from asyncai.log import dumps_compact
+from asyncai.servers.kcp import kubectl as k
+from asyncai.servers.kcp.descriptions import DESCRIPTIONS
+from asyncai.servers.kcp.discovery import kubeconfig_paths
+from asyncai.servers.kcp.service import ApiResourceList, KcpList, KcpService, WorkspaceList
 
 READ = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False

@@ -14,9 +14,9 @@ from typing import Any, NotRequired
 from mcp.server.mcpserver.exceptions import ToolError
 from typing_extensions import TypedDict
 
-from . import kubectl as k
-from .discovery import Discovery, KcpSelectionError, KcpTarget, discover, select_kcp
-from .resources import ApiResource, preferred_group_versions, resource_rows
+from asyncai.servers.kcp import kubectl as k
+from asyncai.servers.kcp.discovery import Discovery, KcpSelectionError, KcpTarget, discover, select_kcp
+from asyncai.servers.kcp.resources import ApiResource, preferred_group_versions, resource_rows
 
 
 class KcpError(ToolError):

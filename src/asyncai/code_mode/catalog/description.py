@@ -10,12 +10,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from ..humanize import count
-from ..tools.types import ToolDefinition
-from .catalog import render_catalog, render_stub, sanitize_names
-from .catalog_index import render_index
-from .contract import MAX_RESULT_CHARS, NO_OUTPUT_TEXT
-from .resources import RESOURCE_FUNCTIONS
+from asyncai.code_mode.catalog.entries import callable_tools
+from asyncai.code_mode.catalog.index import render_index
+from asyncai.code_mode.catalog.resources import RESOURCE_FUNCTIONS
+from asyncai.code_mode.catalog.stubs import (
+    RUN_CODE,
+    RUN_CODE_INPUT_SCHEMA,
+    render_catalog,
+    render_stub,
+    sanitize_names,
+)
+from asyncai.code_mode.engine.contract import MAX_RESULT_CHARS, NO_OUTPUT_TEXT
+from asyncai.humanize import count
+from asyncai.tools.types import ToolDefinition
 
 DEFAULT_CATALOG_BUDGET: Final = 16_000
 
@@ -99,3 +106,25 @@ def _with_extras(parts: list[str], resource_servers: Sequence[str], left_out: Se
             f"support): {', '.join(left_out)}"
         )
     return "\n\n".join(part for part in parts if part)
+
+
+def run_code_definition(
+    tools: list[ToolDefinition],
+    resource_servers: list[str] | None = None,
+    max_result_chars: int = MAX_RESULT_CHARS,
+    budget: int = DEFAULT_CATALOG_BUDGET,
+) -> ToolDefinition:
+    usable = callable_tools(tools)
+    return ToolDefinition(
+        name=RUN_CODE,
+        description=run_code_description(
+            usable,
+            resource_servers=resource_servers or [],
+            left_out=[tool.name for tool in tools if tool.task_required],
+            max_result_chars=max_result_chars,
+            budget=budget,
+        ),
+        input_schema=RUN_CODE_INPUT_SCHEMA,
+        read_only=all(tool.read_only for tool in usable),
+        destructive=any(tool.destructive for tool in usable),
+    )

@@ -13,21 +13,23 @@ from typing import Any
 
 import pydantic_monty as pm
 
-from ..activity import QUIET, Activity
-from ..humanize import count, one_line, seconds
-from ..log import log_event
-from ..tools.types import StateLoad, ToolCallOutput, ToolDefinition, ToolExecutor
-from .catalog import RESERVED_HELPERS
-from .contract import RunCodeText, SnippetOutcome, format_error, format_outcome, hide_frames
-from .dispatch import CatalogEntry, Finder, SnippetDispatcher, refuse_os
-from .gate import Approver, MutationGate, WallClock
-from .host_functions import HOST_FUNCTIONS
-from .limits import MutationPolicy
-from .preamble import HOST_CALL, INTERNAL_PREFIX, scope_preamble
-from .sandbox import Sandbox, release
-from .state_store import SavedScope, StateDiscarded, StateStore, pack, unpack
-from .type_check import rejection, type_check_stubs
-from .variables import (
+from asyncai.activity import QUIET, Activity
+from asyncai.approvals.gate import Approver, MutationGate, MutationPolicy
+from asyncai.code_mode.catalog.entries import CatalogEntry, Finder
+from asyncai.code_mode.catalog.host_functions import HOST_FUNCTIONS
+from asyncai.code_mode.catalog.stubs import RESERVED_HELPERS, RUN_CODE
+from asyncai.code_mode.engine.clock import WallClock
+from asyncai.code_mode.engine.contract import (
+    RunCodeText,
+    SnippetOutcome,
+    format_error,
+    format_outcome,
+    hide_frames,
+)
+from asyncai.code_mode.engine.dispatch import SnippetDispatcher, refuse_os
+from asyncai.code_mode.engine.preamble import HOST_CALL, INTERNAL_PREFIX, scope_preamble
+from asyncai.code_mode.engine.type_check import rejection, type_check_stubs
+from asyncai.code_mode.engine.variables import (
     BoundVariable,
     SnippetScan,
     format_note,
@@ -35,9 +37,13 @@ from .variables import (
     probe_source,
     scan_snippet,
 )
-from .workers import NoWorker, WorkerRoom
+from asyncai.code_mode.sandbox.sandboxes import Sandbox, release
+from asyncai.code_mode.sandbox.workers import NoWorker, WorkerRoom
+from asyncai.humanize import count, one_line, seconds
+from asyncai.log import log_event
+from asyncai.state.stores import SavedScope, StateDiscarded, StateStore, pack, unpack
+from asyncai.tools.types import StateLoad, ToolCallOutput, ToolDefinition, ToolExecutor
 
-RUN_CODE = "run_code"
 STORE_TIMEOUT = 10.0
 """Seconds any state-store call may take before it counts as failed."""
 RESTARTED_NOTE = "[the sandbox was restarted: variables from earlier run_code calls are gone]"

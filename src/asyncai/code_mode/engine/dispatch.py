@@ -9,77 +9,31 @@ import logging
 import time
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from ..activity import QUIET, Activity
-from ..humanize import count, seconds
-from ..log import (
+from asyncai.activity import QUIET, Activity, NestedCall
+from asyncai.approvals.gate import Approval, ApprovalRequest, MutationGate
+from asyncai.code_mode.catalog.entries import CatalogEntry, Finder
+from asyncai.code_mode.catalog.resources import RESOURCE_FUNCTIONS, call_resource_function
+from asyncai.code_mode.engine.clock import WallClock
+from asyncai.code_mode.engine.crossing import Payload, tool_payload
+from asyncai.code_mode.limits import CodeModeLimits
+from asyncai.humanize import count, seconds
+from asyncai.log import (
     AUDIT_PREVIEW_CHARS,
     TEXT_PREVIEW_CHARS,
     decoded_or_preview,
     json_preview,
-    json_safe,
     log_event,
     logger,
 )
-from ..tools.types import ToolDefinition, ToolExecutor
-from .crossing import Payload, tool_payload
-from .gate import Approval, ApprovalRequest, MutationGate, WallClock
-from .limits import CodeModeLimits
-from .resources import RESOURCE_FUNCTIONS, call_resource_function
+from asyncai.tools.types import ToolExecutor
 
 OS_DENIED = "os access disabled in asyncai code mode"
 SETTLE_TIMEOUT = 5.0
 BUDGET_GRACE_SECONDS = 1.0
 """How long a snippet may go on after its round-trip budget is spent (enough to end normally)."""
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class CatalogEntry:
-    """A catalog function: its tool and the Python-name -> schema-name map of its parameters."""
-
-    tool: ToolDefinition
-    parameters: Mapping[str, str]
-    required: frozenset[str]
-    host_function: bool = False
-    """Answered by asyncai (resources, ``search_tools``, ``describe_tool``), not a nested tool call."""
-
-
-class Finder(Protocol):
-    def answer(self, definition: ToolDefinition, arguments: Mapping[str, Any]) -> Payload: ...
-
-
-@dataclass
-class NestedCall:
-    tool: str
-    arguments: dict[str, Any]
-    mutating: bool
-    is_error: bool = False
-    bytes: int = 0
-    refused: bool = False
-    function: str = ""
-    """The Python name the snippet called."""
-    answered: bool = False
-    """The tool's answer (a result or an error) came back; False while it runs and once cut off."""
-
-    def outcome(self) -> str:
-        if self.refused:
-            return "refused"
-        if not self.answered:
-            return "cut off"
-        return "failed" if self.is_error else "finished"
-
-    def audit(self) -> dict[str, Any]:
-        """The A7 audit entry; ``"refused": true`` is added for a call the mutation gate stopped."""
-        entry = {
-            "tool": self.tool,
-            "arguments": json_safe(self.arguments),  # a snippet can pass anything; records must be JSON
-            "is_error": self.is_error,
-            "bytes": self.bytes,
-            "mutating": self.mutating,
-        }
-        return {**entry, "refused": True} if self.refused else entry
 
 
 def validate_arguments(

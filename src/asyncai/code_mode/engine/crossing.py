@@ -30,8 +30,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from ..log import dumps_compact
-from ..tools.types import ToolCallOutput
+from asyncai.log import dumps_compact
+from asyncai.tools.types import ToolCallOutput
 
 __all__ = ["Payload", "block_value", "tool_payload", "unwrapped_output_schema", "wrapped_result_key"]
 

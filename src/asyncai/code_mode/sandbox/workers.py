@@ -12,7 +12,7 @@ import asyncio
 import itertools
 from typing import Protocol
 
-from ..humanize import seconds
+from asyncai.humanize import seconds
 
 
 class Parkable(Protocol):

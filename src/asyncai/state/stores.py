@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..humanize import one_line
+from asyncai.humanize import one_line
 
 MAGIC = b"asyncai-scope\n"
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import anyio
 from anyio.abc import Process
 
-from .environment import server_environment
-from .specs import ServerSpec, StdioServerSpec
-from .stderr_pump import StderrPump
+from asyncai.tools.mcp.environment import server_environment
+from asyncai.tools.mcp.specs import ServerSpec, StdioServerSpec
+from asyncai.tools.mcp.stderr_pump import StderrPump
 
 _STOP_TIMEOUT = 2.0
 

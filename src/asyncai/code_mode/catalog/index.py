@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from ..humanize import count
-from ..tools.types import ToolDefinition
-from .catalog import parameter_names
-from .search import summary, words_of_name
+from asyncai.code_mode.catalog.search import summary, words_of_name
+from asyncai.code_mode.catalog.stubs import parameter_names
+from asyncai.humanize import count
+from asyncai.tools.types import ToolDefinition
 
 AREAS_SHOWN = 12
 LINE_SUMMARY_CHARS = 90

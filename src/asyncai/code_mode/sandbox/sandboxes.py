@@ -14,9 +14,9 @@ import signal
 
 import pydantic_monty as pm
 
-from .limits import CodeModeLimits
-from .sandbox_config import SANDBOX_KINDS, SandboxConfig, SandboxConfigError, SandboxKind
-from .type_check import SCRIPT_NAME
+from asyncai.code_mode.engine.type_check import SCRIPT_NAME
+from asyncai.code_mode.limits import CodeModeLimits
+from asyncai.code_mode.sandbox.config import SANDBOX_KINDS, SandboxConfig, SandboxConfigError, SandboxKind
 
 __all__ = ["SANDBOX_KINDS", "Sandbox", "SandboxConfig", "SandboxConfigError", "SandboxKind", "release"]
 

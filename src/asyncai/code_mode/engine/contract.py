@@ -11,9 +11,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..humanize import count
-from ..log import preview
-from .values import compact_json
+from asyncai.code_mode.engine.values import compact_json
+from asyncai.humanize import count
+from asyncai.log import preview
 
 __all__ = [
     "HINTS",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..log import log_event
+from asyncai.log import log_event
 
 _LAUNCHERS = {"npx", "uvx", "pipx", "python", "python3", "node", "bunx", "env", "sh", "bash"}
 _NAMED = re.compile(r"([A-Za-z0-9_.-]+)=(.*)", re.DOTALL)

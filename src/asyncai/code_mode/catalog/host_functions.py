@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..tools.types import ToolDefinition
-from .resources import RESOURCE_FUNCTIONS
+from asyncai.code_mode.catalog.resources import RESOURCE_FUNCTIONS
+from asyncai.tools.types import ToolDefinition
 
 SEARCH_TOOLS: Final = ToolDefinition(
     name="search_tools",

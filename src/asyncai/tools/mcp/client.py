@@ -27,15 +27,15 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from ..humanize import count, seconds
-from ..log import log_event
-from . import stdio_patch
-from .early_start import EarlyServers
-from .environment import server_environment
-from .results import call_output, tool_definition
-from .specs import ServerSpec, StdioServerSpec, unique_names
-from .stderr_pump import StderrPump
-from .types import (
+from asyncai.humanize import count, seconds
+from asyncai.log import log_event
+from asyncai.tools.mcp import stdio_patch
+from asyncai.tools.mcp.early_start import EarlyServers
+from asyncai.tools.mcp.environment import server_environment
+from asyncai.tools.mcp.results import call_output, tool_definition
+from asyncai.tools.mcp.specs import ServerSpec, StdioServerSpec, unique_names
+from asyncai.tools.mcp.stderr_pump import StderrPump
+from asyncai.tools.types import (
     DuplicateTool,
     ResourceError,
     ServerStartError,

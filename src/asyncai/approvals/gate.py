@@ -9,15 +9,14 @@ the audit. Time spent waiting for the person is not counted against the snippet'
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-from .limits import MutationPolicy
-
+MutationPolicy = Literal["allow", "ask", "deny"]
+"""``--mutations``: what a nested call to a tool that may change the world needs ."""
+MUTATION_POLICIES: tuple[MutationPolicy, ...] = ("allow", "ask", "deny")
 ARGUMENT_PREVIEW_CHARS = 120
 
 
@@ -98,48 +97,3 @@ class MutationGate:
             approval = await self.approver.approve(request)
             self.rest_allowed = approval.allowed and approval.rest_of_snippet
         return approval
-
-
-class WallClock:
-    """``asyncio.timeout`` for one snippet, with pauses that do not count (waiting for a person)."""
-
-    def __init__(self, seconds: float) -> None:
-        self._timeout = asyncio.timeout(seconds)
-        self._pauses = 0
-        self._remaining: float | None = None
-
-    async def __aenter__(self) -> WallClock:
-        self._loop = asyncio.get_running_loop()
-        await self._timeout.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self._timeout.__aexit__(kind, exc, tb)
-
-    def expire_within(self, seconds: float) -> None:
-        """End the snippet at the latest ``seconds`` from now. Safe from any thread: pydantic-monty
-        calls the ``os=`` handler from its own thread."""
-        self._loop.call_soon_threadsafe(self._expire_within, seconds)
-
-    def _expire_within(self, seconds: float) -> None:
-        when = self._timeout.when()
-        deadline = self._loop.time() + seconds
-        if self._pauses == 0 and (when is None or deadline < when):
-            self._timeout.reschedule(deadline)
-
-    @contextlib.asynccontextmanager
-    async def paused(self) -> AsyncIterator[None]:
-        loop = asyncio.get_running_loop()
-        self._pauses += 1
-        if self._pauses == 1:
-            when = self._timeout.when()
-            self._remaining = None if when is None else max(when - loop.time(), 0.0)
-            self._timeout.reschedule(None)
-        try:
-            yield
-        finally:
-            self._pauses -= 1
-            if self._pauses == 0 and self._remaining is not None:
-                self._timeout.reschedule(loop.time() + self._remaining)

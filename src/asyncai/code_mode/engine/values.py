@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterator
 from typing import Any, Final
 
-from ..log import dumps_compact
+from asyncai.log import dumps_compact
 
 __all__ = ["compact_json", "to_json_value"]
 

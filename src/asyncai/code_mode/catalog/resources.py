@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..log import dumps_compact
-from ..tools.types import ResourceError, ToolDefinition, ToolExecutor
-from .crossing import Payload
+from asyncai.code_mode.engine.crossing import Payload
+from asyncai.log import dumps_compact
+from asyncai.tools.types import ResourceError, ToolDefinition, ToolExecutor
 
 _RESOURCE_ITEM: Final = {
     "type": "object",

@@ -10,7 +10,7 @@ import ast
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from .preamble import INTERNAL_PREFIX
+from asyncai.code_mode.engine.preamble import INTERNAL_PREFIX
 
 MAX_NOTE_NAMES = 30
 MAX_NOTE_CHARS = 600

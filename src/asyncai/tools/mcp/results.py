@@ -7,8 +7,8 @@ from typing import Any
 import mcp.types as mt
 from pydantic import BaseModel
 
-from ..log import dumps_compact
-from .types import ToolCallOutput, ToolDefinition
+from asyncai.log import dumps_compact
+from asyncai.tools.types import ToolCallOutput, ToolDefinition
 
 
 def tool_definition(tool: mt.Tool, server: str = "") -> ToolDefinition:

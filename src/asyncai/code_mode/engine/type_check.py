@@ -21,8 +21,8 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from .catalog import render_signature
-from .dispatch import CatalogEntry
+from asyncai.code_mode.catalog.entries import CatalogEntry
+from asyncai.code_mode.catalog.stubs import render_signature
 
 SCRIPT_NAME = "run_code.py"
 HEADER = "from typing import Any, Literal\nimport asyncio\nimport json\nimport re\n"

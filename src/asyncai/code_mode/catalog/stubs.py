@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from asyncai.code_mode.crossing import unwrapped_output_schema
-from asyncai.code_mode.host_functions import HOST_FUNCTIONS
+from asyncai.code_mode.catalog.host_functions import HOST_FUNCTIONS
+from asyncai.code_mode.engine.crossing import unwrapped_output_schema
 from asyncai.tools.types import ToolDefinition
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "HELPER_NAMES",
     "PREIMPORTED",
     "RESERVED_HELPERS",
+    "RUN_CODE",
     "RUN_CODE_INPUT_SCHEMA",
     "parameter_names",
     "python_type",
@@ -37,6 +38,7 @@ COMPACT_HELPERS: Final = ("shape",)
 RESERVED_HELPERS: Final = (*HELPER_NAMES, *COMPACT_HELPERS)
 PREIMPORTED: Final = ("asyncio", "json", "re")
 
+RUN_CODE: Final = "run_code"
 RUN_CODE_INPUT_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {

@@ -14,12 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..log import dumps_compact
-from ..tools.types import ToolDefinition
-from .catalog import render_stub
-from .crossing import Payload
-from .dispatch import CatalogEntry
-from .host_functions import DESCRIBE_TOOL, SEARCH_TOOLS
+from asyncai.code_mode.catalog.entries import CatalogEntry
+from asyncai.code_mode.catalog.host_functions import DESCRIBE_TOOL, SEARCH_TOOLS
+from asyncai.code_mode.catalog.stubs import render_stub
+from asyncai.code_mode.engine.crossing import Payload
+from asyncai.log import dumps_compact
+from asyncai.tools.types import ToolDefinition
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SEPARATORS = re.compile(r"[_\-.:/]+")

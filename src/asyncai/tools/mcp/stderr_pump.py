@@ -9,7 +9,7 @@ import threading
 from collections import deque
 from typing import TextIO
 
-from ..log import log_event
+from asyncai.log import log_event
 
 TAIL_LINES = 8
 LINE_CHARS = 300
