@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_calls.py [--runs N] [--no-save]
 
-One stdio server (``benchmarks/bench_server.py``), one ``McpToolExecutor`` session to it. asyncai
+One stdio server (``benchmarks/bench_server.py``), one ``McpServers`` session to it. asyncai
 runs each program through ``run_code`` (a real sandbox worker); the baseline is the same work done
 by the ``mcp`` SDK's ``ClientSession.call_tool`` on that same session, in CPython:
 
@@ -19,8 +19,8 @@ import json
 import sys
 from pathlib import Path
 
-from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
-from asyncai.tools.mcp.client import McpToolExecutor
+from asyncai.code_mode import CodeMode, CodeModeLimits
+from asyncai.tools.mcp.client import McpServers
 from asyncai.tools.mcp.specs import stdio_spec
 from bench_server import RECORDS_PER_10_MB
 from report import Row, arguments, save_section, side_by_side
@@ -44,8 +44,8 @@ def expected_warnings() -> int:
 
 
 async def measure(runs: int) -> list[Row]:
-    async with McpToolExecutor([stdio_spec(SERVER)]) as mcp:
-        code_mode = CodeModeToolExecutor(mcp, CodeModeLimits(max_calls=SEQUENTIAL))
+    async with McpServers([stdio_spec(SERVER)]) as mcp:
+        code_mode = CodeMode(mcp, CodeModeLimits(max_calls=SEQUENTIAL))
         session = mcp.connections[0]._session
         assert session is not None
 

@@ -31,8 +31,8 @@ from typing import Any
 import pydantic_monty as pm
 
 import report
-from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
-from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
+from asyncai.code_mode import CodeMode, CodeModeLimits
+from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER_SCRIPT = ROOT / "tests" / "fakes" / "mcp_test_server.py"
@@ -149,7 +149,7 @@ def _tool(name: str, properties: dict[str, Any], required: list[str]) -> ToolDef
     )
 
 
-class MemoryExecutor(ToolExecutor):
+class MemoryExecutor(ToolSource):
     """``blob(size)`` returns cached JSON text; ``one()`` returns ``"1"``."""
 
     def tools(self) -> list[ToolDefinition]:
@@ -163,7 +163,7 @@ class MemoryExecutor(ToolExecutor):
         return ToolCallOutput.error(f"unknown tool {name}")
 
 
-async def run_code(executor: ToolExecutor, code: str) -> ToolCallOutput:
+async def run_code(executor: ToolSource, code: str) -> ToolCallOutput:
     out = await executor.call_tool("run_code", {"code": code})
     assert not out.is_error, out.content
     return out
@@ -174,7 +174,7 @@ async def run_code(executor: ToolExecutor, code: str) -> ToolCallOutput:
 
 async def bench_run_code() -> None:
     limits = CodeModeLimits(max_calls=1000)
-    async with CodeModeToolExecutor(MemoryExecutor(), limits) as executor:
+    async with CodeMode(MemoryExecutor(), limits) as executor:
         # 2. a large result through the real path
         for size in SIZES:
             expected = str(len(json.loads(blob_text(size))["items"]))
@@ -230,11 +230,11 @@ STDIO_SIZE = 10 * MB
 
 
 async def stdio_child(patched: bool) -> dict[str, Any]:
-    """Runs in a subprocess: the raw ``McpToolExecutor.call_tool`` time for 10 MB results."""
+    """Runs in a subprocess: the raw ``McpServers.call_tool`` time for 10 MB results."""
     import anyio.streams.text
     import mcp.client.stdio as sdk_stdio
 
-    from asyncai.tools.mcp.client import McpToolExecutor  # applies the line-batching patch
+    from asyncai.tools.mcp.client import McpServers  # applies the line-batching patch
     from asyncai.tools.mcp.specs import stdio_spec
 
     if not patched:
@@ -242,7 +242,7 @@ async def stdio_child(patched: bool) -> dict[str, Any]:
     reps = REPS if patched else 2
     results: dict[str, Any] = {"stream": sdk_stdio.TextReceiveStream.__name__, "reps": reps}  # type: ignore[attr-defined]
     command = f"{sys.executable} {SERVER_SCRIPT} --name bench"
-    async with McpToolExecutor([stdio_spec(command)]) as executor:
+    async with McpServers([stdio_spec(command)]) as executor:
         await executor.call_tool("sleep", {"seconds": 0})
         for tool in STDIO_CASES:
             sizes: list[int] = []
@@ -319,9 +319,9 @@ runs); the unpatched stdio rows use 2 runs without warm-up because each takes se
   `code_mode/preamble.py`). For 10 MB, a structured value took {ten["structured"]:.2f} s to cross vs
   {ten["json"]:.2f} s for text plus parse ({ten["structured"] / ten["json"]:.1f}x faster); text alone
   costs {ten["str"]:.3f} s. Results under 1 KB cross as values (see `code_mode/crossing.py`).
-- Section 2 is the same crossing through `CodeModeToolExecutor.call_tool("run_code", ...)`,
+- Section 2 is the same crossing through `CodeMode.call_tool("run_code", ...)`,
   including dispatch, audit and result formatting.
-- Section 3 is the raw `McpToolExecutor.call_tool` time against a real stdio server; each variant
+- Section 3 is the raw `McpServers.call_tool` time against a real stdio server; each variant
   runs in its own subprocess. "unpatched" restores `anyio.streams.text.TextReceiveStream` in
   `mcp.client.stdio` after asyncai has installed its line-batching stream. `blob`'s text is
   indented JSON (the size shown) and the result also carries `structuredContent`, so its JSON-RPC

@@ -6,7 +6,7 @@ same stdio server (``benchmarks/bench_server.py``), in asyncai and in two other 
 In-process, against Pydantic AI's code mode (``pydantic-ai-harness[code-mode]``, on the same
 ``pydantic-monty``):
 
-- asyncai: ``CodeModeToolExecutor.call_tool("run_code", ...)`` over a ``McpToolExecutor`` session
+- asyncai: ``CodeMode.call_tool("run_code", ...)`` over a ``McpServers`` session
   to the bench server; one REPL scope (the executor's default), reused by every snippet.
 - Pydantic AI: an ``Agent`` with an ``MCPToolset`` (stdio, connected once with ``async with
   agent``) and the ``CodeMode`` capability, driven by a scripted ``FunctionModel``. Pydantic AI
@@ -58,11 +58,11 @@ from pydantic_ai.capabilities import AbstractCapability, ValidatedToolArgs, Wrap
 from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai_harness import CodeMode
+from pydantic_ai_harness import CodeMode as PydanticAiCodeMode
 from pydantic_ai_harness.code_mode import CodeModeReturnSchemaWarning
 
-from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
-from asyncai.tools.mcp.client import McpToolExecutor
+from asyncai.code_mode import CodeMode, CodeModeLimits
+from asyncai.tools.mcp.client import McpServers
 from asyncai.tools.mcp.specs import stdio_spec
 from bench_server import RECORDS_PER_10_MB, REGIONS
 from report import Row, Stats, save_section, seconds
@@ -191,7 +191,7 @@ def check(harness: str, scenario: str, outcome: Outcome) -> None:
 class AsyncaiInProcess:
     name = "asyncai"
 
-    def __init__(self, code_mode: CodeModeToolExecutor) -> None:
+    def __init__(self, code_mode: CodeMode) -> None:
         self.code_mode = code_mode
 
     async def run_code(self, code: str) -> Outcome:
@@ -212,7 +212,7 @@ class AsyncaiInProcess:
 @contextlib.asynccontextmanager
 async def asyncai_in_process() -> AsyncIterator[AsyncaiInProcess]:
     limits = CodeModeLimits(max_calls=MAX_CALLS, max_memory=SANDBOX_MEMORY, code_timeout=SANDBOX_SECONDS)
-    async with McpToolExecutor([stdio_spec(SERVER_COMMAND)]) as mcp, CodeModeToolExecutor(mcp, limits) as cm:
+    async with McpServers([stdio_spec(SERVER_COMMAND)]) as mcp, CodeMode(mcp, limits) as cm:
         yield AsyncaiInProcess(cm)
 
 
@@ -253,7 +253,7 @@ class PydanticAiInProcess:
         self.script: list[str] = []
         self.timer = SnippetTimer()
         self.agent_runs: dict[str, list[float]] = {}
-        code_mode = CodeMode[Any](
+        code_mode = PydanticAiCodeMode[Any](
             max_tool_calls=MAX_CALLS,
             resource_limits={
                 "max_duration_secs": SANDBOX_SECONDS,
@@ -510,8 +510,8 @@ def notes(rows: list[Row], runs: dict[str, int], wall: float) -> str:
         if (row.ratio or 0) > 0.8
     ]
     lines = [
-        "**How each side is driven.** In-process: asyncai's `CodeModeToolExecutor.call_tool('run_code')` "
-        "over a `McpToolExecutor` stdio session, against Pydantic AI's `CodeMode` capability on an "
+        "**How each side is driven.** In-process: asyncai's `CodeMode.call_tool('run_code')` "
+        "over a `McpServers` stdio session, against Pydantic AI's `CodeMode` capability on an "
         "`Agent` with an `MCPToolset` (FastMCP client, stdio) and a scripted `FunctionModel`. Both are "
         "timed around the `run_code` execution alone, in a warm REPL; Pydantic AI's through a "
         "capability's `wrap_tool_execute` (its nested calls pass through it untimed). Pydantic AI "

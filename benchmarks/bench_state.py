@@ -14,15 +14,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from asyncai.code_mode import CodeModeToolExecutor
+from asyncai.code_mode import CodeMode
 from asyncai.code_mode.engine.repl import ReplScope
-from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
+from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 from report import Row, Stats, arguments, save_section, timed_async
 
 SIZES = (0, 10_000, 100_000, 1_000_000)
 
 
-class NoTools(ToolExecutor):
+class NoTools(ToolSource):
     def tools(self) -> list[ToolDefinition]:
         return []
 
@@ -32,7 +32,7 @@ class NoTools(ToolExecutor):
 
 async def measure(runs: int) -> list[Row]:
     rows: list[Row] = []
-    async with CodeModeToolExecutor(NoTools()) as code_mode:
+    async with CodeMode(NoTools()) as code_mode:
         for size in SIZES:
             scope = code_mode.thread_scope(f"s{size}")
             build = (

@@ -23,10 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.fakes.big_server import generate
 
-from asyncai.code_mode import CodeModeToolExecutor, SandboxConfig
+from asyncai.code_mode import CodeMode, SandboxConfig
 from asyncai.code_mode.engine.repl import ReplScope
 from asyncai.tools.mcp.results import tool_definition
-from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
+from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 
 SNIPPETS = {
     "1 + 1": "1 + 1",
@@ -38,7 +38,7 @@ SNIPPETS = {
 }
 
 
-class Tools(ToolExecutor):
+class Tools(ToolSource):
     def __init__(self, tools: list[ToolDefinition]) -> None:
         self._tools = tools
 
@@ -60,10 +60,8 @@ async def measure(runs: int) -> list[Row]:
     for count in (10, 1_000):
         tools = [tool_definition(t, "big-cloud") for t in generate(count)]
         inner = Tools(tools)
-        checked = CodeModeToolExecutor(inner)
-        unchecked = CodeModeToolExecutor(
-            inner, sandbox=dataclasses.replace(SandboxConfig(), type_check=False)
-        )
+        checked = CodeMode(inner)
+        unchecked = CodeMode(inner, sandbox=dataclasses.replace(SandboxConfig(), type_check=False))
         tool = next(name for name, entry in checked.catalog.items() if "account_id" in entry.parameters)
         try:
             if count == 10:

@@ -21,7 +21,7 @@ from asyncai.backend import (
 )
 from asyncai.log import dumps_compact
 from asyncai.tools.types import ToolCallOutput
-from tests.fakes.executors import ECHO, RUN_CODE, FakeToolExecutor, nested_audit
+from tests.fakes.executors import ECHO, RUN_CODE, FakeToolSource, nested_audit
 from tests.fakes.logs import captured_log
 from tests.fakes.openai_server import ScriptedOpenAI, ScriptEntry, call, text_reply, tool_reply
 
@@ -42,7 +42,7 @@ def config(server: ScriptedOpenAI, **overrides: Any) -> BackendConfig:
 
 async def run(
     server: ScriptedOpenAI,
-    executor: FakeToolExecutor,
+    executor: FakeToolSource,
     user_text: str = "question",
     *,
     history: list[Message] | None = None,
@@ -73,7 +73,7 @@ def events(stream: io.StringIO, name: str) -> list[dict[str, Any]]:
 
 
 async def test_tool_round_then_answer() -> None:
-    executor = FakeToolExecutor(outputs=[ToolCallOutput('{"answer": 2}')])
+    executor = FakeToolSource(outputs=[ToolCallOutput('{"answer": 2}')])
     script = [tool_reply(call("run_code", {"code": "1 + 1"}, id="abc")), text_reply("It is 2.")]
     with ScriptedOpenAI(script) as server:
         result = await run(server, executor)
@@ -106,7 +106,7 @@ async def test_tool_round_then_answer() -> None:
 
 
 async def test_forced_final_round_withdraws_tools() -> None:
-    executor = FakeToolExecutor()
+    executor = FakeToolSource()
     looping = tool_reply(call("run_code", {"code": "explore()"}))
     script = [looping, looping, tool_reply(call("run_code", {"code": "more()"}), content="Partial: 3 pods.")]
     with ScriptedOpenAI(script) as server:
@@ -123,20 +123,20 @@ async def test_forced_final_round_withdraws_tools() -> None:
 async def test_final_round_without_text_gets_fallback() -> None:
     script = [tool_reply(call("run_code", {"code": "x"})), tool_reply(call("run_code", {"code": "y"}))]
     with ScriptedOpenAI(script) as server:
-        result = await run(server, FakeToolExecutor(), max_rounds=2)
+        result = await run(server, FakeToolSource(), max_rounds=2)
     assert result.reply == NO_ANSWER_TEXT and result.final_round_forced
 
 
 async def test_no_tools_means_no_tools_key_and_no_forcing() -> None:
     with ScriptedOpenAI([text_reply("hi")]) as server:
-        result = await run(server, FakeToolExecutor(tools=[]), max_rounds=1)
+        result = await run(server, FakeToolSource(tools=[]), max_rounds=1)
     assert result.reply == "hi" and not result.final_round_forced
     assert "tools" not in server.requests[0]
     assert server.requests[0]["messages"][-1] == {"role": "user", "content": "question"}
 
 
 async def test_malformed_arguments_become_errors_or_repairs() -> None:
-    executor = FakeToolExecutor(handler=lambda scope, name, args: ToolCallOutput(f"ran {args['code']}"))
+    executor = FakeToolSource(handler=lambda scope, name, args: ToolCallOutput(f"ran {args['code']}"))
     bad = tool_reply(
         {"name": "run_code", "arguments": "print(1)", "id": "c1"},
         {"name": "run_code", "arguments": "", "id": "c2"},
@@ -180,7 +180,7 @@ async def test_malformed_arguments_become_errors_or_repairs() -> None:
 
 
 async def test_missing_and_duplicate_ids_are_repaired_consistently() -> None:
-    executor = FakeToolExecutor(tools=[ECHO], handler=lambda s, n, a: ToolCallOutput(a["text"]))
+    executor = FakeToolSource(tools=[ECHO], handler=lambda s, n, a: ToolCallOutput(a["text"]))
     first = tool_reply(
         call("echo", {"text": "a"}, id=None),
         call("echo", {"text": "b"}, id=""),
@@ -199,7 +199,7 @@ async def test_missing_and_duplicate_ids_are_repaired_consistently() -> None:
 
 
 async def test_finish_reason_is_not_trusted() -> None:
-    executor = FakeToolExecutor()
+    executor = FakeToolSource()
     script = [
         tool_reply(call("run_code", {"code": "1"}), finish_reason="stop"),
         text_reply("answer", finish_reason="tool_calls"),
@@ -220,7 +220,7 @@ async def test_finish_reason_is_not_trusted() -> None:
     ],
 )
 async def test_streaming_tool_calls(quirks: dict[str, Any]) -> None:
-    executor = FakeToolExecutor(tools=[ECHO, RUN_CODE], handler=lambda s, n, a: ToolCallOutput(json.dumps(a)))
+    executor = FakeToolSource(tools=[ECHO, RUN_CODE], handler=lambda s, n, a: ToolCallOutput(json.dumps(a)))
     script = [
         tool_reply(call("echo", {"text": "first"}), call("run_code", {"code": "x = [1, 2]"}), **quirks),
         text_reply("streamed answer", content_chunk=2),
@@ -241,12 +241,12 @@ async def test_streaming_tool_calls(quirks: dict[str, Any]) -> None:
 
 async def test_stream_requested_but_server_answers_json() -> None:
     with ScriptedOpenAI([text_reply("plain", stream=False)]) as server:
-        result = await run(server, FakeToolExecutor(), stream=True)
+        result = await run(server, FakeToolSource(), stream=True)
     assert result.reply == "plain"
 
 
 async def test_calls_in_one_message_run_concurrently_in_call_order() -> None:
-    executor = FakeToolExecutor(
+    executor = FakeToolSource(
         tools=[ECHO], handler=lambda s, n, a: ToolCallOutput(a["text"].upper()), concurrency_gate=2
     )
     script = [tool_reply(call("echo", {"text": "one"}), call("echo", {"text": "two"})), text_reply("ok")]
@@ -257,12 +257,12 @@ async def test_calls_in_one_message_run_concurrently_in_call_order() -> None:
 
 
 async def test_tool_exception_becomes_error_result() -> None:
-    def boom(scope: FakeToolExecutor, name: str, args: dict[str, Any]) -> ToolCallOutput:
+    def boom(scope: FakeToolSource, name: str, args: dict[str, Any]) -> ToolCallOutput:
         raise RuntimeError("sandbox died")
 
     script = [tool_reply(call("run_code", {"code": "1"})), text_reply("sorry")]
     with ScriptedOpenAI(script) as server:
-        result = await run(server, FakeToolExecutor(handler=boom))
+        result = await run(server, FakeToolSource(handler=boom))
     assert result.reply == "sorry"
     [message] = tool_messages(server.requests[1])
     assert message["content"] == "error: tool run_code failed: RuntimeError: sandbox died"
@@ -275,7 +275,7 @@ async def test_429_then_success_is_retried() -> None:
         text_reply("finally"),
     ]
     with ScriptedOpenAI(script) as server:
-        result = await run(server, FakeToolExecutor())
+        result = await run(server, FakeToolSource())
     assert result.reply == "finally"
     assert len(server.requests) == 3
     assert server.requests[0] == server.requests[2]
@@ -285,7 +285,7 @@ async def test_persistent_500_is_a_clear_error() -> None:
     script = [{"status": 500, "error": "CUDA out of memory"}] * 3
     with ScriptedOpenAI(script) as server:
         with pytest.raises(ModelServerError) as caught:
-            await run(server, FakeToolExecutor(), max_retries=2)
+            await run(server, FakeToolSource(), max_retries=2)
         assert len(server.requests) == 3
     message = str(caught.value)
     assert "\n" not in message
@@ -300,7 +300,7 @@ async def test_persistent_500_is_a_clear_error() -> None:
 async def test_client_errors_are_not_retried(status: int, hint: str) -> None:
     with ScriptedOpenAI([{"status": status}, text_reply("never")]) as server:
         with pytest.raises(ModelServerError, match=hint) as caught:
-            await run(server, FakeToolExecutor())
+            await run(server, FakeToolSource())
         assert len(server.requests) == 1
     assert caught.value.status == status
 
@@ -310,7 +310,7 @@ async def test_a_long_error_body_is_cut_to_the_preview_limit() -> None:
         ScriptedOpenAI([{"status": 400, "error": "e" * 1000}]) as server,
         pytest.raises(ModelServerError) as caught,
     ):
-        await run(server, FakeToolExecutor())
+        await run(server, FakeToolSource())
     detail = str(caught.value).split("HTTP 400: ", 1)[1].split(" ", 1)[0]
     assert detail == "e" * 297 + "..."
 
@@ -325,7 +325,7 @@ async def test_connection_refused_names_the_url() -> None:
     )
     async with backend:
         with pytest.raises(ModelServerError) as caught:
-            await backend.run(history=[], user_text="hi", executor=FakeToolExecutor())
+            await backend.run(history=[], user_text="hi", executor=FakeToolSource())
     message = str(caught.value)
     assert f"{url}/chat/completions" in message
     assert "is the server running? is --base-url right?" in message
@@ -338,18 +338,18 @@ async def test_non_completion_body_is_a_clear_error() -> None:
         ScriptedOpenAI(script) as server,
         pytest.raises(ModelServerError, match="did not send a chat completion"),
     ):
-        await run(server, FakeToolExecutor())
+        await run(server, FakeToolSource())
 
 
 async def test_api_key_is_sent_as_bearer() -> None:
     with ScriptedOpenAI([text_reply("hi")]) as server:
-        await run(server, FakeToolExecutor(), api_key="sk-test")
+        await run(server, FakeToolSource(), api_key="sk-test")
     assert server.request_headers[0]["authorization"] == "Bearer sk-test"
 
 
 async def test_prefix_is_byte_stable_and_note_goes_to_newest_user_message() -> None:
     note = "[run_code variables still in scope: pods: list[80]]"
-    executor = FakeToolExecutor()
+    executor = FakeToolSource()
     script = [tool_reply(call("run_code", {"code": "len(pods)"})), text_reply("80 pods"), text_reply("80")]
     history = [Message("user", "list pods"), Message("assistant", "I stored them in pods.")]
     with ScriptedOpenAI(script) as server:
@@ -381,7 +381,7 @@ async def test_prefix_is_byte_stable_and_note_goes_to_newest_user_message() -> N
 
 
 async def test_turn_summary_and_log_events(log_stream: io.StringIO) -> None:
-    executor = FakeToolExecutor(
+    executor = FakeToolSource(
         outputs=[
             ToolCallOutput("abc", audit=nested_audit(100, 250)),
             ToolCallOutput("défg", audit=nested_audit(50)),
@@ -431,9 +431,9 @@ async def test_turn_summary_and_log_events(log_stream: io.StringIO) -> None:
 
 async def test_turn_summary_on_failure_and_forced_round(log_stream: io.StringIO) -> None:
     with ScriptedOpenAI([tool_reply(call("run_code", {"code": "x"})), text_reply("ok")]) as server:
-        await run(server, FakeToolExecutor(), max_rounds=2)
+        await run(server, FakeToolSource(), max_rounds=2)
     with ScriptedOpenAI([{"status": 500}]) as server, pytest.raises(ModelServerError):
-        await run(server, FakeToolExecutor(), max_retries=0)
+        await run(server, FakeToolSource(), max_retries=0)
     forced, failed = events(log_stream, "model.turn_summary")
     assert forced["final_round_forced"] is True and forced["rounds"] == 2
     assert "HTTP 500" in failed["error"]

@@ -26,14 +26,12 @@ def test_parsing_any_command_imports_none_of_the_heavy_libraries() -> None:
 
 def test_the_library_names_still_import_on_first_use() -> None:
     from asyncai.backend import OpenAiCompatibleBackend
-    from asyncai.code_mode import CodeModeToolExecutor
-    from asyncai.tools import McpToolExecutor, ServerSummary
+    from asyncai.code_mode import CodeMode
+    from asyncai.tools import McpServers, ServerSummary
 
-    assert {
-        c.__name__ for c in (OpenAiCompatibleBackend, CodeModeToolExecutor, McpToolExecutor, ServerSummary)
-    } == {
+    assert {c.__name__ for c in (OpenAiCompatibleBackend, CodeMode, McpServers, ServerSummary)} == {
         "OpenAiCompatibleBackend",
-        "CodeModeToolExecutor",
-        "McpToolExecutor",
+        "CodeMode",
+        "McpServers",
         "ServerSummary",
     }

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
+from asyncai.code_mode import CodeMode, CodeModeLimits
 from asyncai.code_mode.engine.repl import ReplScope
-from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
+from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 
 OBJECT: dict[str, Any] = {"type": "object"}
 
@@ -36,7 +36,7 @@ class CallSpan:
 
 
 @dataclass
-class FakeExecutor(ToolExecutor):
+class FakeExecutor(ToolSource):
     """In-memory tools: ``wait`` sleeps, ``blob`` returns N bytes of JSON, ``fail`` errors,
     ``hang`` never returns, ``delete-item`` is destructive, ``pods`` returns a pod list."""
 
@@ -93,12 +93,12 @@ TEST_LIMITS = CodeModeLimits(code_timeout=2.0, tool_timeout=1.0, max_memory=256 
 
 
 @pytest.fixture
-async def code_mode(fake: FakeExecutor) -> AsyncIterator[CodeModeToolExecutor]:
-    async with CodeModeToolExecutor(fake, TEST_LIMITS) as executor:
+async def code_mode(fake: FakeExecutor) -> AsyncIterator[CodeMode]:
+    async with CodeMode(fake, TEST_LIMITS) as executor:
         yield executor
 
 
-async def run(executor: ToolExecutor, code: str, **extra: Any) -> ToolCallOutput:
+async def run(executor: ToolSource, code: str, **extra: Any) -> ToolCallOutput:
     return await executor.call_tool("run_code", {"code": code, **extra})
 
 

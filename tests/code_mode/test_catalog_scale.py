@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
+from asyncai.code_mode import CodeMode, CodeModeLimits
 from asyncai.code_mode.catalog.description import DEFAULT_CATALOG_BUDGET, run_code_description
 from asyncai.code_mode.catalog.stubs import render_stub
-from asyncai.tools import McpToolExecutor, stdio_spec
+from asyncai.tools import McpServers, stdio_spec
 from asyncai.tools.mcp.results import tool_definition
 from tests.fakes.big_server import generate
 
@@ -50,22 +50,22 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-async def big() -> AsyncIterator[CodeModeToolExecutor]:
+async def big() -> AsyncIterator[CodeMode]:
     async with (
-        McpToolExecutor([stdio_spec(f"big-cloud={BIG_SERVER}")]) as mcp,
-        CodeModeToolExecutor(mcp, CodeModeLimits()) as code_mode,
+        McpServers([stdio_spec(f"big-cloud={BIG_SERVER}")]) as mcp,
+        CodeMode(mcp, CodeModeLimits()) as code_mode,
     ):
         yield code_mode
 
 
-async def run(executor: CodeModeToolExecutor, code: str) -> str:
+async def run(executor: CodeMode, code: str) -> str:
     output = await executor.call_tool("run_code", {"code": code, "restart": True})
     assert not output.is_error, output.content
     return output.content
 
 
 async def test_the_description_of_3000_tools_fits_the_budget_and_says_how_to_find_the_rest(
-    big: CodeModeToolExecutor,
+    big: CodeMode,
 ) -> None:
     [run_code] = big.tools()
     description = run_code.description
@@ -81,7 +81,7 @@ async def test_the_description_of_3000_tools_fits_the_budget_and_says_how_to_fin
 
 
 async def test_plain_language_queries_find_the_intended_tool_in_the_top_five(
-    big: CodeModeToolExecutor,
+    big: CodeMode,
 ) -> None:
     code = f"queries = {json.dumps(list(QUERIES))}\n[[m.get('name') for m in await search_tools(query=q, limit=5)] for q in queries]"
     found = json.loads(await run(big, code))
@@ -98,7 +98,7 @@ async def test_plain_language_queries_find_the_intended_tool_in_the_top_five(
 
 
 async def test_describe_tool_gives_the_full_stub_and_any_tool_can_be_called(
-    big: CodeModeToolExecutor,
+    big: CodeMode,
 ) -> None:
     stub = await run(big, 'await describe_tool(name="queue_pull_messages_apac")')
     tool = next(t for t in big.inner.tools() if t.name == "queue_pull_messages_apac")
@@ -124,7 +124,7 @@ async def test_describe_tool_gives_the_full_stub_and_any_tool_can_be_called(
     )
 
 
-async def test_a_bad_name_gets_the_closest_names(big: CodeModeToolExecutor) -> None:
+async def test_a_bad_name_gets_the_closest_names(big: CodeMode) -> None:
     output = await big.call_tool("run_code", {"code": 'await describe_tool(name="kv_namespace_remove")'})
     assert output.is_error
     assert (
@@ -133,7 +133,7 @@ async def test_a_bad_name_gets_the_closest_names(big: CodeModeToolExecutor) -> N
 
 
 async def test_finder_names_and_shape_are_reserved_and_shape_sketches_a_value(
-    big: CodeModeToolExecutor,
+    big: CodeMode,
 ) -> None:
     refused = await big.call_tool("run_code", {"code": "search_tools = 1"})
     assert refused.is_error and "cannot be rebound" in refused.content

@@ -9,14 +9,14 @@ import signal
 
 import pytest
 
-from asyncai.code_mode import CodeModeToolExecutor, SandboxConfig
+from asyncai.code_mode import CodeMode, SandboxConfig
 from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor, run, worker_pid
 from tests.fakes.logs import captured_log
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_tools_is_exactly_run_code(code_mode: CodeModeToolExecutor) -> None:
+async def test_tools_is_exactly_run_code(code_mode: CodeMode) -> None:
     tools = code_mode.tools()
     assert [t.name for t in tools] == ["run_code"]
     assert "async def wait(*, seconds: float" in tools[0].description
@@ -24,7 +24,7 @@ async def test_tools_is_exactly_run_code(code_mode: CodeModeToolExecutor) -> Non
 
 
 async def test_gather_runs_two_tools_concurrently_and_returns_one_small_value(
-    code_mode: CodeModeToolExecutor, fake: FakeExecutor
+    code_mode: CodeMode, fake: FakeExecutor
 ) -> None:
     code = (
         'a, b = await asyncio.gather(wait(seconds=0.5, tag="a"), wait(seconds=0.5, tag="b"))\n'
@@ -55,7 +55,7 @@ async def test_large_results_are_filtered_inside_the_sandbox(fake: FakeExecutor,
         "SIZE", str(size)
     )
     limits = dataclasses.replace(TEST_LIMITS, code_timeout=30.0)  # parsing 10 MB is CPU time in the sandbox
-    async with CodeModeToolExecutor(fake, limits) as executor:
+    async with CodeMode(fake, limits) as executor:
         output = await run(executor, code)
     assert not output.is_error, output.content
     expected = [f"cm-{i}" for i in range(size // 100) if str(i).endswith("77777")]
@@ -63,7 +63,7 @@ async def test_large_results_are_filtered_inside_the_sandbox(fake: FakeExecutor,
     assert output.audit is not None and output.audit["nested_calls"][0]["bytes"] > size
 
 
-async def test_tool_error_raises_a_catchable_runtime_error(code_mode: CodeModeToolExecutor) -> None:
+async def test_tool_error_raises_a_catchable_runtime_error(code_mode: CodeMode) -> None:
     code = (
         'try:\n    await fail(message="disk on fire")\nexcept RuntimeError as e:\n    caught = str(e)\ncaught'
     )
@@ -94,7 +94,7 @@ async def test_tool_error_raises_a_catchable_runtime_error(code_mode: CodeModeTo
 )
 async def test_refusals_are_python_errors(fake: FakeExecutor, code: str, error: str) -> None:
     # The host's own checks, as they stand without the type check that would stop the bad calls first.
-    async with CodeModeToolExecutor(fake, TEST_LIMITS, sandbox=SandboxConfig(type_check=False)) as code_mode:
+    async with CodeMode(fake, TEST_LIMITS, sandbox=SandboxConfig(type_check=False)) as code_mode:
         output = await run(code_mode, code)
     assert output.is_error
     assert error in output.content
@@ -102,15 +102,13 @@ async def test_refusals_are_python_errors(fake: FakeExecutor, code: str, error: 
     assert fake.spans == [], "a refused call must not reach the executor"
 
 
-async def test_optional_none_keywords_are_dropped(
-    code_mode: CodeModeToolExecutor, fake: FakeExecutor
-) -> None:
+async def test_optional_none_keywords_are_dropped(code_mode: CodeMode, fake: FakeExecutor) -> None:
     output = await run(code_mode, "await wait(seconds=0, tag=None)")
     assert not output.is_error
     assert fake.spans[0].arguments == {"seconds": 0}
 
 
-async def test_nested_call_budget_is_enforced_at_the_call_site(code_mode: CodeModeToolExecutor) -> None:
+async def test_nested_call_budget_is_enforced_at_the_call_site(code_mode: CodeMode) -> None:
     code = (
         "done = 0\nfor i in range(10):\n    try:\n        await wait(seconds=0)\n        done += 1\n"
         "    except RuntimeError as e:\n        err = str(e)\n        break\n[done, err]"
@@ -122,7 +120,7 @@ async def test_nested_call_budget_is_enforced_at_the_call_site(code_mode: CodeMo
 
 
 async def test_busy_loop_hits_the_time_limit_and_the_scope_keeps_working(
-    code_mode: CodeModeToolExecutor,
+    code_mode: CodeMode,
 ) -> None:
     await run(code_mode, "kept = 41")
     output = await run(code_mode, "while True:\n    pass")
@@ -131,7 +129,7 @@ async def test_busy_loop_hits_the_time_limit_and_the_scope_keeps_working(
     assert (after.content, after.is_error) == ("42", False)
 
 
-async def test_uninterruptible_operation_is_killed_by_the_hard_limit(code_mode: CodeModeToolExecutor) -> None:
+async def test_uninterruptible_operation_is_killed_by_the_hard_limit(code_mode: CodeMode) -> None:
     await run(code_mode, "kept = 1")
     output = await run(code_mode, "x = 7 ** (10 ** 8)")  # one native bigint operation: never polled
     assert output.is_error
@@ -139,7 +137,7 @@ async def test_uninterruptible_operation_is_killed_by_the_hard_limit(code_mode: 
     assert (await run(code_mode, "2 + 2")).content == "4"
 
 
-async def test_heap_overrun_is_a_memory_error_and_resets_the_repl(code_mode: CodeModeToolExecutor) -> None:
+async def test_heap_overrun_is_a_memory_error_and_resets_the_repl(code_mode: CodeMode) -> None:
     await run(code_mode, "kept = 1")
     output = await run(code_mode, "big = 'a' * (6 * 1024 ** 3)")
     assert output.is_error
@@ -149,7 +147,7 @@ async def test_heap_overrun_is_a_memory_error_and_resets_the_repl(code_mode: Cod
 
 
 async def test_killed_worker_gives_an_error_that_says_state_was_reset(
-    code_mode: CodeModeToolExecutor, fake: FakeExecutor
+    code_mode: CodeMode, fake: FakeExecutor
 ) -> None:
     scope = code_mode.thread_scope("t")
     await run(scope, "x = 1")
@@ -162,13 +160,13 @@ async def test_killed_worker_gives_an_error_that_says_state_was_reset(
     assert (await run(scope, "2 + 2")).content == "4"
 
 
-async def test_hung_tool_hits_the_per_call_timeout(code_mode: CodeModeToolExecutor) -> None:
+async def test_hung_tool_hits_the_per_call_timeout(code_mode: CodeMode) -> None:
     output = await run(code_mode, "try:\n    await hang()\nexcept RuntimeError as e:\n    r = str(e)\nr")
     assert (output.content, output.is_error) == ("tool hang timed out after 1.0 s", False)
 
 
 async def test_state_persists_in_a_scope_restart_clears_it_and_new_scopes_start_empty(
-    code_mode: CodeModeToolExecutor,
+    code_mode: CodeMode,
 ) -> None:
     scope = code_mode.thread_scope("one")
     await run(scope, "fetched = await pods()")
@@ -180,7 +178,7 @@ async def test_state_persists_in_a_scope_restart_clears_it_and_new_scopes_start_
     assert restarted.is_error and "NameError" in restarted.content
 
 
-async def test_run_scopes_are_fresh_and_released(code_mode: CodeModeToolExecutor) -> None:
+async def test_run_scopes_are_fresh_and_released(code_mode: CodeMode) -> None:
     first = code_mode.run_scope()
     assert first is not None
     await run(first, "x = 5")
@@ -191,15 +189,13 @@ async def test_run_scopes_are_fresh_and_released(code_mode: CodeModeToolExecutor
     await second.aclose()
 
 
-async def test_helper_rebinding_is_rejected_before_running(
-    code_mode: CodeModeToolExecutor, fake: FakeExecutor
-) -> None:
+async def test_helper_rebinding_is_rejected_before_running(code_mode: CodeMode, fake: FakeExecutor) -> None:
     output = await run(code_mode, "await wait(seconds=0)\nnames = []")
     assert output.is_error and "`names` is a built-in helper" in output.content
     assert fake.spans == []
 
 
-async def test_helpers_and_preimports_are_available(code_mode: CodeModeToolExecutor) -> None:
+async def test_helpers_and_preimports_are_available(code_mode: CodeMode) -> None:
     code = (
         "p = await pods()\n"
         "[count_by(p, 'status.phase'), dig(p, 'items.0.metadata.name'), dig(p, 'items', 99, 'x', {}),"
@@ -217,7 +213,7 @@ async def test_helpers_and_preimports_are_available(code_mode: CodeModeToolExecu
     ]
 
 
-async def test_variables_note_lists_what_snippets_bound(code_mode: CodeModeToolExecutor) -> None:
+async def test_variables_note_lists_what_snippets_bound(code_mode: CodeMode) -> None:
     scope = code_mode.thread_scope("note")
     assert scope.context_note() is None
     await run(
@@ -228,7 +224,7 @@ async def test_variables_note_lists_what_snippets_bound(code_mode: CodeModeToolE
     assert note == "[run_code variables still in scope: n: int, bad: list[2], p: dict[1]]"
 
 
-async def test_mutating_calls_are_audited_and_logged_at_warn(code_mode: CodeModeToolExecutor) -> None:
+async def test_mutating_calls_are_audited_and_logged_at_warn(code_mode: CodeMode) -> None:
     with captured_log() as stream:
         output = await run(code_mode, 'await delete_item(name="x")')
     assert output.content == "deleted x"
@@ -241,19 +237,19 @@ async def test_mutating_calls_are_audited_and_logged_at_warn(code_mode: CodeMode
     assert lines[0]["tool"] == "delete-item" and lines[0]["via"] == "code_mode"
 
 
-async def test_unawaited_call_is_an_error_telling_to_await(code_mode: CodeModeToolExecutor) -> None:
+async def test_unawaited_call_is_an_error_telling_to_await(code_mode: CodeMode) -> None:
     output = await run(code_mode, "wait(seconds=0)")
     assert output.is_error and "await" in output.content
 
 
 async def test_operator_preamble_runs_in_every_new_scope(fake: FakeExecutor) -> None:
-    async with CodeModeToolExecutor(fake, TEST_LIMITS, preamble="KCP = 'dev'\n") as executor:
+    async with CodeMode(fake, TEST_LIMITS, preamble="KCP = 'dev'\n") as executor:
         assert (await run(executor.thread_scope("a"), "KCP")).content == "dev"
         assert (await run(executor.thread_scope("b"), "KCP", restart=True)).content == "dev"
 
 
 async def test_more_threads_than_workers_park_and_keep_their_variables(
-    code_mode: CodeModeToolExecutor,
+    code_mode: CodeMode,
 ) -> None:
     for number in range(10):
         await run(code_mode.thread_scope(f"t{number}"), f"mine = 't{number}'")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from asyncai.code_mode import CodeModeToolExecutor, SandboxConfig
+from asyncai.code_mode import CodeMode, SandboxConfig
 from asyncai.code_mode.engine import repl
 from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor, run
 from tests.fakes.logs import captured_log
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.anyio
 
 async def test_wall_clock_limit_cancels_in_flight_calls_and_resets(fake: FakeExecutor) -> None:
     limits = dataclasses.replace(TEST_LIMITS, wall_timeout=1.0, tool_timeout=30.0)
-    async with CodeModeToolExecutor(fake, limits) as code_mode:
+    async with CodeMode(fake, limits) as code_mode:
         await run(code_mode, "kept = 1")
         output = await run(code_mode, "await asyncio.gather(hang(), hang())")
         after = await run(code_mode, "kept")
@@ -31,7 +31,7 @@ async def test_wall_clock_limit_cancels_in_flight_calls_and_resets(fake: FakeExe
 
 
 async def test_cancelled_run_code_stops_its_tool_calls_and_the_scope_recovers(
-    code_mode: CodeModeToolExecutor, fake: FakeExecutor
+    code_mode: CodeMode, fake: FakeExecutor
 ) -> None:
     scope = code_mode.thread_scope("c")
     started = asyncio.Event()
@@ -57,7 +57,7 @@ async def test_suspension_budget_cannot_be_caught_and_counts_refused_calls(fake:
     limits = dataclasses.replace(TEST_LIMITS, max_suspensions=3)
     code = "n = 0\nfor i in range(20):\n    try:\n        await wait(1)\n    except Exception:\n        n += 1\nn"
     # Without the type check, which would stop `wait(1)` before it runs.
-    async with CodeModeToolExecutor(fake, limits, sandbox=SandboxConfig(type_check=False)) as code_mode:
+    async with CodeMode(fake, limits, sandbox=SandboxConfig(type_check=False)) as code_mode:
         output = await run(code_mode, code)
     assert output.is_error
     assert "suspension limit exceeded" in output.content
@@ -65,7 +65,7 @@ async def test_suspension_budget_cannot_be_caught_and_counts_refused_calls(fake:
 
 
 async def test_print_output_is_capped_and_never_crowds_out_the_result(
-    code_mode: CodeModeToolExecutor,
+    code_mode: CodeMode,
 ) -> None:
     output = await run(code_mode, "for i in range(200000):\n    print('line', i)\n'the result'")
     assert not output.is_error, output.content[:300]
@@ -77,7 +77,7 @@ async def test_print_output_is_capped_and_never_crowds_out_the_result(
 
 async def test_error_results_respect_the_result_limit(fake: FakeExecutor) -> None:
     limits = dataclasses.replace(TEST_LIMITS, max_result_chars=500)
-    async with CodeModeToolExecutor(fake, limits) as code_mode:
+    async with CodeMode(fake, limits) as code_mode:
         output = await run(code_mode, "raise ValueError('x' * 5000)")
     assert output.is_error and len(output.content) < 700 and "chars omitted" in output.content
 
@@ -96,14 +96,14 @@ async def test_error_results_respect_the_result_limit(fake: FakeExecutor) -> Non
     ],
 )
 async def test_refused_snippets_run_nothing(
-    code_mode: CodeModeToolExecutor, fake: FakeExecutor, code: str, message: str
+    code_mode: CodeMode, fake: FakeExecutor, code: str, message: str
 ) -> None:
     output = await run(code_mode, code)
     assert output.is_error and message in output.content and "Nothing was run" in output.content
     assert fake.spans == []
 
 
-async def test_accepted_patterns_are_not_refused(code_mode: CodeModeToolExecutor, fake: FakeExecutor) -> None:
+async def test_accepted_patterns_are_not_refused(code_mode: CodeMode, fake: FakeExecutor) -> None:
     code = (
         "coros = [wait(seconds=0, tag=str(i)) for i in range(3)]\n"
         "done = await asyncio.gather(*coros)\n"
@@ -119,7 +119,7 @@ async def test_accepted_patterns_are_not_refused(code_mode: CodeModeToolExecutor
 
 async def test_a_scope_running_a_snippet_is_not_parked_and_idle_ones_are(fake: FakeExecutor) -> None:
     sandbox = SandboxConfig(max_workers=2, checkout_timeout=10.0)
-    async with CodeModeToolExecutor(fake, TEST_LIMITS, sandbox=sandbox) as code_mode:
+    async with CodeMode(fake, TEST_LIMITS, sandbox=sandbox) as code_mode:
         busy = code_mode.thread_scope("busy")
         started = asyncio.Event()
         fake.on_call = started.set
@@ -138,7 +138,7 @@ async def test_a_scope_running_a_snippet_is_not_parked_and_idle_ones_are(fake: F
 
 async def test_busy_pool_gives_an_error_instead_of_waiting_forever(fake: FakeExecutor) -> None:
     sandbox = SandboxConfig(max_workers=1, checkout_timeout=0.5)
-    async with CodeModeToolExecutor(fake, TEST_LIMITS, sandbox=sandbox) as code_mode:
+    async with CodeMode(fake, TEST_LIMITS, sandbox=sandbox) as code_mode:
         started = asyncio.Event()
         fake.on_call = started.set
         running = asyncio.create_task(run(code_mode.thread_scope("a"), "await wait(seconds=1.5)"))
@@ -153,7 +153,7 @@ async def test_more_concurrent_threads_than_workers_all_get_one(fake: FakeExecut
     """Runs waiting for a worker get one as soon as a snippet ends: the idle REPL is parked for
     them (64 --jsonl threads once timed out waiting)."""
     sandbox = SandboxConfig(max_workers=9, checkout_timeout=10.0)
-    async with CodeModeToolExecutor(fake, TEST_LIMITS, sandbox=sandbox) as code_mode:
+    async with CodeMode(fake, TEST_LIMITS, sandbox=sandbox) as code_mode:
 
         async def thread(number: int) -> str:
             scope = code_mode.thread_scope(f"t{number}")
@@ -165,7 +165,7 @@ async def test_more_concurrent_threads_than_workers_all_get_one(fake: FakeExecut
         assert len(code_mode._setup.room.holders) <= 9
 
 
-async def test_source_cpython_cannot_parse_is_left_to_monty(code_mode: CodeModeToolExecutor) -> None:
+async def test_source_cpython_cannot_parse_is_left_to_monty(code_mode: CodeMode) -> None:
     output = await run(code_mode, "x = " + "-" * 100_000 + "1")  # CPython's parser gives up on this
     assert output.content  # an answer from Monty, not an exception from the host
 
@@ -176,7 +176,7 @@ async def test_a_long_lived_repl_stops_type_checking(
     """The checker re-reads the REPL's history on each feed; after TYPE_CHECKED_SNIPPETS snippets
     a scope runs them unchecked (the host still validates every call)."""
     monkeypatch.setattr(repl, "TYPE_CHECKED_SNIPPETS", 2)
-    async with CodeModeToolExecutor(fake, TEST_LIMITS) as code_mode:
+    async with CodeMode(fake, TEST_LIMITS) as code_mode:
         scope = code_mode.thread_scope("long")
         first = await run(scope, "await wait(tag='x')")
         await run(scope, "1")  # names no tool function: not checked, not counted
@@ -188,7 +188,7 @@ async def test_a_long_lived_repl_stops_type_checking(
 
 
 async def test_a_snippet_cancelled_while_it_gets_a_worker_leaks_nothing(fake: FakeExecutor) -> None:
-    async with CodeModeToolExecutor(fake, TEST_LIMITS, sandbox=SandboxConfig(max_workers=1)) as code_mode:
+    async with CodeMode(fake, TEST_LIMITS, sandbox=SandboxConfig(max_workers=1)) as code_mode:
         room = code_mode._setup.room
         checking_out = asyncio.Event()
         real_checkout = code_mode.sandbox.checkout

@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from asyncai.code_mode import CodeModeToolExecutor
+from asyncai.code_mode import CodeMode
 from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor, run, worker_pid
 
 pytestmark = pytest.mark.anyio
@@ -19,7 +19,7 @@ TWO_FINISHED_ONE_IN_FLIGHT = 'await wait(seconds=0, tag="a")\nawait delete_item(
 
 async def test_a_wall_clock_abort_reports_two_finished_calls_and_one_in_flight(fake: FakeExecutor) -> None:
     limits = dataclasses.replace(TEST_LIMITS, wall_timeout=0.5)
-    async with CodeModeToolExecutor(fake, limits) as code_mode:
+    async with CodeMode(fake, limits) as code_mode:
         output = await run(code_mode, TWO_FINISHED_ONE_IN_FLIGHT.format(third="hang()"))
         after = await run(code_mode, "1 + 1")
     assert output.is_error
@@ -34,7 +34,7 @@ async def test_a_wall_clock_abort_reports_two_finished_calls_and_one_in_flight(f
 
 
 async def test_a_worker_killed_mid_snippet_reports_the_call_it_cut_off(
-    code_mode: CodeModeToolExecutor, fake: FakeExecutor
+    code_mode: CodeMode, fake: FakeExecutor
 ) -> None:
     scope = code_mode.thread_scope("t")
     pid = await worker_pid(scope)
@@ -50,7 +50,7 @@ async def test_a_worker_killed_mid_snippet_reports_the_call_it_cut_off(
     assert "- cut off: wait(seconds=0.5)" in output.content
 
 
-async def test_an_ordinary_exception_gets_no_report(code_mode: CodeModeToolExecutor) -> None:
+async def test_an_ordinary_exception_gets_no_report(code_mode: CodeMode) -> None:
     output = await run(code_mode, 'await delete_item(name="web")\n1 / 0')
     assert output.is_error and "ZeroDivisionError" in output.content
     assert "Nested calls this snippet started" not in output.content

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor, SandboxConfig
-from asyncai.tools import McpToolExecutor, stdio_spec
+from asyncai.code_mode import CodeMode, CodeModeLimits, SandboxConfig
+from asyncai.tools import McpServers, stdio_spec
 from tests.fakes.logs import captured_log
 from tests.fakes.monty_relay import running_relay
 from tests.fakes.servers import server_command
@@ -20,13 +20,13 @@ LIMITS = CodeModeLimits(tool_timeout=1.0, max_memory=256 * 1024 * 1024)
 
 
 @pytest.fixture
-async def mcp() -> AsyncIterator[McpToolExecutor]:
-    async with McpToolExecutor([stdio_spec(server_command("real"))]) as executor:
+async def mcp() -> AsyncIterator[McpServers]:
+    async with McpServers([stdio_spec(server_command("real"))]) as executor:
         yield executor
 
 
-async def test_gathered_mcp_calls_overlap_and_return_one_small_value(mcp: McpToolExecutor) -> None:
-    async with CodeModeToolExecutor(mcp, LIMITS) as code_mode:
+async def test_gathered_mcp_calls_overlap_and_return_one_small_value(mcp: McpServers) -> None:
+    async with CodeMode(mcp, LIMITS) as code_mode:
         started = time.perf_counter()
         code = "a, b = await asyncio.gather(sleep(seconds=0.8), sleep(seconds=0.8))\na['slept'] + b['slept']"
         output = await code_mode.call_tool("run_code", {"code": code})
@@ -37,8 +37,8 @@ async def test_gathered_mcp_calls_overlap_and_return_one_small_value(mcp: McpToo
 
 
 @pytest.mark.parametrize("size", [1_000_000, 10_000_000])
-async def test_large_mcp_results_are_filtered_in_the_sandbox(mcp: McpToolExecutor, size: int) -> None:
-    async with CodeModeToolExecutor(mcp, CodeModeLimits(max_memory=LIMITS.max_memory)) as code_mode:
+async def test_large_mcp_results_are_filtered_in_the_sandbox(mcp: McpServers, size: int) -> None:
+    async with CodeMode(mcp, CodeModeLimits(max_memory=LIMITS.max_memory)) as code_mode:
         output = await code_mode.call_tool(
             "run_code",
             {"code": f"data = await blob(size={size})\nsum(1 for i in data['items'] if i['n'] % 1000 == 0)"},
@@ -49,8 +49,8 @@ async def test_large_mcp_results_are_filtered_in_the_sandbox(mcp: McpToolExecuto
     assert nested["bytes"] > 0.95 * size
 
 
-async def test_mcp_errors_timeouts_and_unknown_names(mcp: McpToolExecutor) -> None:
-    async with CodeModeToolExecutor(mcp, LIMITS) as code_mode:
+async def test_mcp_errors_timeouts_and_unknown_names(mcp: McpServers) -> None:
+    async with CodeMode(mcp, LIMITS) as code_mode:
         caught = await code_mode.call_tool(
             "run_code",
             {"code": "try:\n    await fail(message='nope')\nexcept RuntimeError as e:\n    m = str(e)\nm"},
@@ -64,10 +64,10 @@ async def test_mcp_errors_timeouts_and_unknown_names(mcp: McpToolExecutor) -> No
     assert unknown.is_error and "NameError" in unknown.content
 
 
-async def test_remote_sandbox_over_websocket_relay(mcp: McpToolExecutor) -> None:
+async def test_remote_sandbox_over_websocket_relay(mcp: McpServers) -> None:
     with running_relay() as url:
         sandbox = SandboxConfig(kind="remote", monty_url=url)
-        async with CodeModeToolExecutor(mcp, LIMITS, sandbox=sandbox) as code_mode:
+        async with CodeMode(mcp, LIMITS, sandbox=sandbox) as code_mode:
             assert code_mode.sandbox.kind == "remote"
             first = await code_mode.call_tool("run_code", {"code": "who = await whoami()\nwho['server']"})
             second = await code_mode.call_tool("run_code", {"code": "who['server'] + '!'"})
@@ -78,8 +78,8 @@ async def test_remote_sandbox_over_websocket_relay(mcp: McpToolExecutor) -> None
     assert json.loads(alive.content) == [1, 2]
 
 
-async def test_an_sdk_wrapped_string_stays_a_string(mcp: McpToolExecutor) -> None:
-    async with CodeModeToolExecutor(mcp, LIMITS) as code_mode:
+async def test_an_sdk_wrapped_string_stays_a_string(mcp: McpServers) -> None:
+    async with CodeMode(mcp, LIMITS) as code_mode:
         description = code_mode.tools()[0].description
         output = await code_mode.call_tool(
             "run_code", {"code": "r = await echo(text='123')\n[r, type(r).__name__]"}
@@ -89,9 +89,9 @@ async def test_an_sdk_wrapped_string_stays_a_string(mcp: McpToolExecutor) -> Non
 
 
 @pytest.mark.parametrize("verbose", [False, True])
-async def test_a_large_mutating_argument_gives_short_audit_lines(mcp: McpToolExecutor, verbose: bool) -> None:
+async def test_a_large_mutating_argument_gives_short_audit_lines(mcp: McpServers, verbose: bool) -> None:
     with captured_log(verbose=verbose) as stream:
-        async with CodeModeToolExecutor(mcp, LIMITS) as code_mode:
+        async with CodeMode(mcp, LIMITS) as code_mode:
             output = await code_mode.call_tool(
                 "run_code", {"code": "r = await write_note(text='x' * 200_000)\nlen(r['stored'])"}
             )

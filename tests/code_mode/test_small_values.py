@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
+from asyncai.code_mode import CodeMode, CodeModeLimits
 from asyncai.code_mode.engine import crossing
 from asyncai.tools.types import ToolCallOutput
-from tests.fakes.executors import ECHO, FakeToolExecutor
+from tests.fakes.executors import ECHO, FakeToolSource
 
 pytestmark = pytest.mark.anyio
 
@@ -51,7 +51,7 @@ def _structured(text: str) -> dict[str, object] | None:
     return value if isinstance(value, dict) else None
 
 
-def _handler(_: FakeToolExecutor, name: str, arguments: dict[str, object]) -> ToolCallOutput:
+def _handler(_: FakeToolSource, name: str, arguments: dict[str, object]) -> ToolCallOutput:
     text = TEXTS[int(str(arguments["text"]))]
     structured = _structured(text) if name == "echo" and str(arguments["text"]).startswith("0") else None
     return ToolCallOutput(text, structured=structured)
@@ -61,7 +61,7 @@ async def _seen(small_value_chars: int, monkeypatch: pytest.MonkeyPatch) -> list
     monkeypatch.setattr(crossing, "SMALL_VALUE_CHARS", small_value_chars)
     seen = []
     limits = CodeModeLimits(code_timeout=5.0, tool_timeout=2.0, max_memory=256 * 1024 * 1024)
-    async with CodeModeToolExecutor(FakeToolExecutor([ECHO], _handler), limits) as code_mode:
+    async with CodeMode(FakeToolSource([ECHO], _handler), limits) as code_mode:
         for index in range(len(TEXTS)):
             for prefix in ("", "0"):  # "0..." also sends the text as structuredContent
                 code = f'r = await echo(text="{prefix}{index}")\n[type(r).__name__, r]'

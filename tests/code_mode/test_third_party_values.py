@@ -16,9 +16,9 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
-from asyncai.code_mode import CodeModeToolExecutor
+from asyncai.code_mode import CodeMode
 from asyncai.code_mode.engine.crossing import unwrapped_output_schema
-from asyncai.tools import McpToolExecutor, stdio_spec
+from asyncai.tools import McpServers, stdio_spec
 from asyncai.tools.types import ToolCallOutput
 from tests.third_party import npm_server, pypi_server
 
@@ -26,39 +26,39 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-async def filesystem(tmp_path: Path) -> AsyncIterator[CodeModeToolExecutor]:
+async def filesystem(tmp_path: Path) -> AsyncIterator[CodeMode]:
     (tmp_path / "number.txt").write_text("123")
     (tmp_path / "hello.txt").write_text("hello\n")
     async with (
-        McpToolExecutor([stdio_spec(npm_server("filesystem", str(tmp_path)))]) as mcp,
-        CodeModeToolExecutor(mcp) as code_mode,
+        McpServers([stdio_spec(npm_server("filesystem", str(tmp_path)))]) as mcp,
+        CodeMode(mcp) as code_mode,
     ):
         yield code_mode
 
 
 @pytest.fixture
-async def memory(tmp_path: Path) -> AsyncIterator[CodeModeToolExecutor]:
+async def memory(tmp_path: Path) -> AsyncIterator[CodeMode]:
     command = f"env MEMORY_FILE_PATH={tmp_path / 'memory.jsonl'} {npm_server('memory')}"
-    async with McpToolExecutor([stdio_spec(command)]) as mcp, CodeModeToolExecutor(mcp) as code_mode:
+    async with McpServers([stdio_spec(command)]) as mcp, CodeMode(mcp) as code_mode:
         yield code_mode
 
 
 @pytest.fixture
-async def everything() -> AsyncIterator[CodeModeToolExecutor]:
+async def everything() -> AsyncIterator[CodeMode]:
     async with (
-        McpToolExecutor([stdio_spec(npm_server("everything", "stdio"), name="everything")]) as mcp,
-        CodeModeToolExecutor(mcp) as code_mode,
+        McpServers([stdio_spec(npm_server("everything", "stdio"), name="everything")]) as mcp,
+        CodeMode(mcp) as code_mode,
     ):
         yield code_mode
 
 
-async def _run(code_mode: CodeModeToolExecutor, code: str) -> ToolCallOutput:
+async def _run(code_mode: CodeMode, code: str) -> ToolCallOutput:
     output = await code_mode.call_tool("run_code", {"code": code})
     assert not output.is_error, output.content
     return output
 
 
-async def _values(code_mode: CodeModeToolExecutor, calls: dict[str, str]) -> dict[str, Any]:
+async def _values(code_mode: CodeMode, calls: dict[str, str]) -> dict[str, Any]:
     """Run ``{tool: "call expression"}`` in one snippet, return each value, checked against its tool's
     output schema when the tool has one."""
     body = ", ".join(f"{json.dumps(tool)}: await {call}" for tool, call in calls.items())
@@ -70,9 +70,7 @@ async def _values(code_mode: CodeModeToolExecutor, calls: dict[str, str]) -> dic
     return values
 
 
-async def test_filesystem_values_are_the_structured_results(
-    filesystem: CodeModeToolExecutor, tmp_path: Path
-) -> None:
+async def test_filesystem_values_are_the_structured_results(filesystem: CodeMode, tmp_path: Path) -> None:
     values = await _values(
         filesystem,
         {
@@ -90,7 +88,7 @@ async def test_filesystem_values_are_the_structured_results(
     assert typed.content == "hello\n"
 
 
-async def test_memory_values_match_their_documented_shapes(memory: CodeModeToolExecutor) -> None:
+async def test_memory_values_match_their_documented_shapes(memory: CodeMode) -> None:
     entity = {"name": "asyncai", "entityType": "project", "observations": ["code mode"]}
     values = await _values(
         memory,
@@ -105,7 +103,7 @@ async def test_memory_values_match_their_documented_shapes(memory: CodeModeToolE
     assert [e["name"] for e in values["search_nodes"]["entities"]] == ["asyncai"]
 
 
-async def test_everything_images_and_resources_arrive_as_dicts(everything: CodeModeToolExecutor) -> None:
+async def test_everything_images_and_resources_arrive_as_dicts(everything: CodeMode) -> None:
     values = await _values(
         everything,
         {
@@ -131,7 +129,7 @@ async def test_everything_images_and_resources_arrive_as_dicts(everything: CodeM
 
 
 async def test_everything_image_data_is_kept_from_the_model_by_the_result_guard(
-    everything: CodeModeToolExecutor,
+    everything: CodeMode,
 ) -> None:
     output = await everything.call_tool("run_code", {"code": "[await get_tiny_image() for _ in range(5)]"})
     assert output.is_error and "over the 20,000-char limit" in output.content
@@ -140,7 +138,7 @@ async def test_everything_image_data_is_kept_from_the_model_by_the_result_guard(
     assert mime == "image/png" and size > 1_000
 
 
-async def test_task_only_tools_are_left_out_with_a_note(everything: CodeModeToolExecutor) -> None:
+async def test_task_only_tools_are_left_out_with_a_note(everything: CodeMode) -> None:
     description = everything.tools()[0].description
     assert "async def simulate_research_query(" not in description
     assert "need MCP task augmentation" in description and "simulate-research-query" in description
@@ -164,7 +162,7 @@ def git_repo(tmp_path: Path) -> Path:
 
 async def test_git_tools_without_schemas_give_text(git_repo: Path) -> None:
     command = pypi_server("mcp-server-git", "--repository", str(git_repo))
-    async with McpToolExecutor([stdio_spec(command)]) as mcp, CodeModeToolExecutor(mcp) as code_mode:
+    async with McpServers([stdio_spec(command)]) as mcp, CodeMode(mcp) as code_mode:
         description = code_mode.tools()[0].description
         output = await _run(
             code_mode,
@@ -178,7 +176,7 @@ async def test_git_tools_without_schemas_give_text(git_repo: Path) -> None:
     assert "async def git_status(*, repo_path: str) -> Any:" in description
 
 
-async def test_everything_resources_from_a_snippet(everything: CodeModeToolExecutor) -> None:
+async def test_everything_resources_from_a_snippet(everything: CodeMode) -> None:
     description = everything.tools()[0].description
     assert "# MCP resources, offered by: everything" in description
     assert "async def read_resource(*, uri: str) -> dict[str, Any]:" in description

@@ -1,7 +1,7 @@
-"""An in-memory ``ToolExecutor`` for tests: records calls, returns canned outputs, offers scopes.
+"""An in-memory ``ToolSource`` for tests: records calls, returns canned outputs, offers scopes.
 
-    executor = FakeToolExecutor(outputs=[ToolCallOutput("42", audit={"nested_calls": [...]})])
-    executor = FakeToolExecutor(handler=lambda scope, name, args: ToolCallOutput(...), thread_scopes=True)
+    executor = FakeToolSource(outputs=[ToolCallOutput("42", audit={"nested_calls": [...]})])
+    executor = FakeToolSource(handler=lambda scope, name, args: ToolCallOutput(...), thread_scopes=True)
 
 Every scope shares the root's :class:`CallLog`, so ``executor.log.calls`` sees all calls with the
 scope that ran them, and ``executor.log.max_active`` reports how many calls overlapped. Set
@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
+from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 
 RUN_CODE = ToolDefinition(
     name="run_code",
@@ -40,7 +40,7 @@ ECHO = ToolDefinition(
     read_only=True,
 )
 
-Handler = Callable[["FakeToolExecutor", str, dict[str, Any]], Awaitable[ToolCallOutput] | ToolCallOutput]
+Handler = Callable[["FakeToolSource", str, dict[str, Any]], Awaitable[ToolCallOutput] | ToolCallOutput]
 
 
 def nested_audit(*sizes: int, tool: str = "list_objects") -> dict[str, Any]:
@@ -89,7 +89,7 @@ class CallLog:
         self.active -= 1
 
 
-class FakeToolExecutor(ToolExecutor):
+class FakeToolSource(ToolSource):
     def __init__(
         self,
         tools: list[ToolDefinition] | None = None,
@@ -102,7 +102,7 @@ class FakeToolExecutor(ToolExecutor):
         concurrency_gate: int | None = None,
         name: str = "root",
         log: CallLog | None = None,
-        parent: FakeToolExecutor | None = None,
+        parent: FakeToolSource | None = None,
     ) -> None:
         self._tools = list(tools) if tools is not None else [RUN_CODE]
         self.handler = handler
@@ -115,27 +115,27 @@ class FakeToolExecutor(ToolExecutor):
         self.parent = parent
         self.state: dict[str, Any] = {}
         self.closed = False
-        self.scopes: dict[str, FakeToolExecutor] = {}
-        self.run_scopes_made: list[FakeToolExecutor] = []
+        self.scopes: dict[str, FakeToolSource] = {}
+        self.run_scopes_made: list[FakeToolSource] = []
 
     def tools(self) -> list[ToolDefinition]:
         return list(self._tools)
 
-    def _child(self, name: str) -> FakeToolExecutor:
-        child = FakeToolExecutor(
+    def _child(self, name: str) -> FakeToolSource:
+        child = FakeToolSource(
             self._tools, self.handler, note=self.note, name=name, log=self.log, parent=self
         )
         child.outputs = self.outputs  # canned outputs are shared by every scope
         return child
 
-    def thread_scope(self, thread_id: str) -> ToolExecutor | None:
+    def thread_scope(self, thread_id: str) -> ToolSource | None:
         if not self.thread_scopes:
             return None
         if thread_id not in self.scopes:
             self.scopes[thread_id] = self._child(f"thread:{thread_id}")
         return self.scopes[thread_id]
 
-    def run_scope(self) -> ToolExecutor | None:
+    def run_scope(self) -> ToolSource | None:
         if not self.run_scopes:
             return None
         scope = self._child(f"run:{len(self.run_scopes_made) + 1}")

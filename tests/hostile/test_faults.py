@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
-from asyncai.tools import McpToolExecutor, ToolCallOutput, stdio_spec
+from asyncai.code_mode import CodeMode, CodeModeLimits
+from asyncai.tools import McpServers, ToolCallOutput, stdio_spec
 from tests.cli.conftest import BIN, asyncai
 from tests.code_mode.conftest import worker_pid
 from tests.fakes.openai_server import ScriptedOpenAI
@@ -47,7 +47,7 @@ PROBE_DEADLINE = 1.0
 RESULT_SLACK = 1_000
 
 
-async def run(executor: CodeModeToolExecutor, code: str) -> tuple[ToolCallOutput, float]:
+async def run(executor: CodeMode, code: str) -> tuple[ToolCallOutput, float]:
     started = time.perf_counter()
     output = await executor.call_tool("run_code", {"code": code})
     return output, time.perf_counter() - started
@@ -166,8 +166,8 @@ def _fault_param(fault: McpFault) -> Any:
 async def test_a_misbehaving_mcp_server_costs_one_error_result(fault: McpFault) -> None:
     command = ROGUE if fault.server == "rogue" else server_command("victim")
     async with (
-        McpToolExecutor([stdio_spec(f"{fault.server}={command}")], tool_timeout=TOOL_TIMEOUT) as mcp,
-        CodeModeToolExecutor(mcp, LIMITS) as executor,
+        McpServers([stdio_spec(f"{fault.server}={command}")], tool_timeout=TOOL_TIMEOUT) as mcp,
+        CodeMode(mcp, LIMITS) as executor,
     ):
         output, elapsed = await run(executor, fault.code)
         assert re.search(fault.outcome, output.content), output.content[:2000]
@@ -187,7 +187,7 @@ async def test_a_misbehaving_mcp_server_costs_one_error_result(fault: McpFault) 
 # -- a sandbox worker killed mid-snippet ----------------------------------------------------------
 
 
-class HookedMcp(McpToolExecutor):
+class HookedMcp(McpServers):
     """Calls ``on_call`` as each nested tool call reaches the MCP layer."""
 
     on_call: Callable[[str], None] | None = None
@@ -199,12 +199,12 @@ class HookedMcp(McpToolExecutor):
 
 
 @pytest.fixture
-async def victim() -> AsyncIterator[tuple[HookedMcp, CodeModeToolExecutor]]:
+async def victim() -> AsyncIterator[tuple[HookedMcp, CodeMode]]:
     limits = CodeModeLimits(
         code_timeout=5.0, wall_timeout=8.0, tool_timeout=5.0, max_memory=LIMITS.max_memory
     )
     mcp = HookedMcp([stdio_spec(f"victim={server_command('victim')}")], tool_timeout=5.0)
-    async with mcp, CodeModeToolExecutor(mcp, limits) as executor:
+    async with mcp, CodeMode(mcp, limits) as executor:
         yield mcp, executor
 
 
@@ -222,7 +222,7 @@ def _wait_until_busy(pid: int, ticks: int = 10, timeout: float = 4.0) -> None:
 
 
 async def test_worker_killed_while_the_snippet_awaits_a_tool(
-    victim: tuple[HookedMcp, CodeModeToolExecutor],
+    victim: tuple[HookedMcp, CodeMode],
 ) -> None:
     mcp, executor = victim
     await run(executor, "kept = 1")
@@ -238,7 +238,7 @@ async def test_worker_killed_while_the_snippet_awaits_a_tool(
 
 
 async def test_worker_killed_while_the_snippet_computes(
-    victim: tuple[HookedMcp, CodeModeToolExecutor],
+    victim: tuple[HookedMcp, CodeMode],
 ) -> None:
     _, executor = victim
     await run(executor, "kept = 1")
@@ -320,7 +320,7 @@ async def test_serve_mcp_returns_the_snippet_error_for_a_function_passed_to_a_to
     serve = shlex.join(
         [str(BIN / "asyncai"), "serve-mcp", "--mcp-stdio", f"victim={server_command('victim')}"]
     )
-    async with McpToolExecutor([stdio_spec(f"serve={serve}")], tool_timeout=10.0) as mcp:
+    async with McpServers([stdio_spec(f"serve={serve}")], tool_timeout=10.0) as mcp:
         output = await mcp.call_tool("run_code", {"code": "await echo(text=open)"})
         after = await mcp.call_tool("run_code", {"code": "1 + 1"})
     assert after.content == "2"

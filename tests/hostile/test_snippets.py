@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from asyncai.code_mode import CodeModeToolExecutor
-from asyncai.tools import McpToolExecutor, ToolCallOutput, stdio_spec
+from asyncai.code_mode import CodeMode
+from asyncai.tools import McpServers, ToolCallOutput, stdio_spec
 from tests.fakes.servers import SERVER_SCRIPT, server_command
 from tests.hostile.corpus import ABSENT, CORPUS, FAST, HEAVY, LIMITS, Case
 from tests.hostile.watch import foreign_processes, monty_workers, tree_listing
@@ -41,7 +41,7 @@ MAX_WORKERS = 4
 
 @dataclass
 class Hostile:
-    executor: CodeModeToolExecutor
+    executor: CodeMode
     canary_dir: Path
     canary_file: Path
     canaries: tuple[str, ...]
@@ -89,8 +89,8 @@ async def hostile(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Hos
         patch.setenv(SECRET_ENV, named_secret)
         spec = stdio_spec(f"hostile={server_command('hostile')}")
         async with (
-            McpToolExecutor([spec], tool_timeout=LIMITS.tool_timeout, secrets=[env_secret]) as mcp,
-            CodeModeToolExecutor(mcp, LIMITS) as executor,
+            McpServers([spec], tool_timeout=LIMITS.tool_timeout, secrets=[env_secret]) as mcp,
+            CodeMode(mcp, LIMITS) as executor,
         ):
             yield Hostile(
                 executor=executor,

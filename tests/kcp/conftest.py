@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from asyncai.tools import McpToolExecutor, stdio_spec
+from asyncai.tools import McpServers, stdio_spec
 
 from .fake_kcp import FakeKcp, serve, write_kubeconfig
 
@@ -86,12 +86,12 @@ def kcp_env(fake_kcp, real_kubectl, tmp_path_factory) -> KcpEnv:
 
 
 @pytest.fixture(scope="session")
-async def rw(kcp_env: KcpEnv) -> AsyncIterator[McpToolExecutor]:
-    async with McpToolExecutor([kcp_env.spec(True)], tool_timeout=60) as executor:
+async def rw(kcp_env: KcpEnv) -> AsyncIterator[McpServers]:
+    async with McpServers([kcp_env.spec(True)], tool_timeout=60) as executor:
         yield executor
 
 
 @pytest.fixture(scope="session")
-async def ro(kcp_env: KcpEnv) -> AsyncIterator[McpToolExecutor]:
-    async with McpToolExecutor([kcp_env.spec(False)], tool_timeout=60) as executor:
+async def ro(kcp_env: KcpEnv) -> AsyncIterator[McpServers]:
+    async with McpServers([kcp_env.spec(False)], tool_timeout=60) as executor:
         yield executor

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from asyncai.code_mode import CodeModeToolExecutor
-from asyncai.tools import McpToolExecutor, stdio_spec
+from asyncai.code_mode import CodeMode
+from asyncai.tools import McpServers, stdio_spec
 
 from .fake_kcp import serve, write_kubeconfig
 
@@ -57,8 +57,8 @@ def server_command(kubeconfig: Path, read_write: bool = False) -> str:
 
 async def answer_without_model(kubeconfig: Path) -> None:
     async with (
-        McpToolExecutor([stdio_spec(server_command(kubeconfig))]) as mcp,
-        CodeModeToolExecutor(mcp) as code_mode,
+        McpServers([stdio_spec(server_command(kubeconfig))]) as mcp,
+        CodeMode(mcp) as code_mode,
     ):
         for question in QUESTIONS:
             output = await code_mode.call_tool("run_code", {"code": question.program})

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from asyncai.tools import McpToolExecutor, StdioServerSpec, ToolCallOutput
+from asyncai.tools import McpServers, StdioServerSpec, ToolCallOutput
 
 from .fake_kcp import write_kubeconfig
 from .fixture_data import BUSY_NAMESPACE
@@ -331,7 +331,7 @@ async def test_two_kcps_require_the_kcp_argument(kcp_env, tmp_path):
     broken.write_text("this: [is not a kubeconfig")
     missing = tmp_path / "missing.kubeconfig"
     spec = kcp_env.spec(True, kubeconfigs=(kcp_env.kubeconfig, second, broken, missing))
-    async with McpToolExecutor([spec], tool_timeout=60) as ex:
+    async with McpServers([spec], tool_timeout=60) as ex:
         listed = await ex.call_tool("list_kcps", {})
         assert [k["id"] for k in _s(listed)["kcps"]] == ["fake-kcp", "kcp-b"]
         errors = _s(listed)["errors"]
@@ -343,7 +343,7 @@ async def test_two_kcps_require_the_kcp_argument(kcp_env, tmp_path):
 
     # two kubeconfigs with the same current-context get distinct ids
     spec = kcp_env.spec(False, kubeconfigs=(kcp_env.kubeconfig, twin))
-    async with McpToolExecutor([spec], tool_timeout=60) as ex:
+    async with McpServers([spec], tool_timeout=60) as ex:
         listed = await ex.call_tool("list_kcps", {})
         assert [k["id"] for k in _s(listed)["kcps"]] == ["fake-kcp", "fake-kcp-2"]
 
@@ -360,7 +360,7 @@ async def test_default_kubeconfig_and_env(kcp_env, tmp_path):
         args=("--kubectl", str(kcp_env.kubectl)),
         env={"HOME": str(home), "ASYNCAI_KCP_KUBECONFIGS": str(extra)},
     )
-    async with McpToolExecutor([spec], tool_timeout=60) as ex:
+    async with McpServers([spec], tool_timeout=60) as ex:
         listed = await ex.call_tool("list_kcps", {})
         assert [k["id"] for k in _s(listed)["kcps"]] == ["from-env", "from-home"]
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from asyncai.code_mode import CodeModeToolExecutor
-from asyncai.tools import McpToolExecutor
+from asyncai.code_mode import CodeMode
+from asyncai.tools import McpServers
 from tests.fakes.logs import captured_log
 
 from .demo import QUESTIONS
@@ -16,16 +16,16 @@ from .demo import QUESTIONS
 pytestmark = pytest.mark.anyio
 
 
-async def test_socialweb_kinds_in_one_run_code(rw: McpToolExecutor) -> None:
-    async with CodeModeToolExecutor(rw) as code_mode:
+async def test_socialweb_kinds_in_one_run_code(rw: McpServers) -> None:
+    async with CodeMode(rw) as code_mode:
         output = await code_mode.call_tool("run_code", {"code": QUESTIONS[0].program})
     assert (json.loads(output.content), output.is_error) == (["Agent", "Channel"], False)
     nested = (output.audit or {})["nested_calls"]
     assert [call["tool"] for call in nested] == ["get_api_resources"]
 
 
-async def test_configmap_names_filtered_from_a_large_list_in_one_run_code(rw: McpToolExecutor) -> None:
-    async with CodeModeToolExecutor(rw) as code_mode:
+async def test_configmap_names_filtered_from_a_large_list_in_one_run_code(rw: McpServers) -> None:
+    async with CodeMode(rw) as code_mode:
         output = await code_mode.call_tool("run_code", {"code": QUESTIONS[1].program})
     assert not output.is_error, output.content
     by_namespace = json.loads(output.content)
@@ -35,7 +35,7 @@ async def test_configmap_names_filtered_from_a_large_list_in_one_run_code(rw: Mc
     assert nested["bytes"] > 10 * len(output.content), "the large result must stay in the sandbox"
 
 
-async def test_mutating_calls_are_logged_at_warn(rw: McpToolExecutor) -> None:
+async def test_mutating_calls_are_logged_at_warn(rw: McpServers) -> None:
     program = (
         'manifest = {"apiVersion": "v1", "kind": "ConfigMap", '
         '"metadata": {"name": "demo-note", "namespace": "default"}, "data": {"k": "v"}}\n'
@@ -47,7 +47,7 @@ async def test_mutating_calls_are_logged_at_warn(rw: McpToolExecutor) -> None:
         'got["data"]["k"]'
     )
     with captured_log() as stream:
-        async with CodeModeToolExecutor(rw) as code_mode:
+        async with CodeMode(rw) as code_mode:
             output = await code_mode.call_tool("run_code", {"code": program})
     assert (output.content, output.is_error) == ("w", False)
     calls = [json.loads(line) for line in stream.getvalue().splitlines()]

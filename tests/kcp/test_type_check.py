@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
-from asyncai.code_mode import CodeModeToolExecutor, SandboxConfig
+from asyncai.code_mode import CodeMode, SandboxConfig
 from asyncai.code_mode.engine.type_check import rejection
-from asyncai.tools import McpToolExecutor
+from asyncai.tools import McpServers
 
 from .conftest import KcpEnv
 from .demo import QUESTIONS
@@ -70,8 +70,8 @@ VALID = [
 ]
 
 
-async def test_valid_snippets_all_pass_the_check(ro: McpToolExecutor) -> None:
-    async with CodeModeToolExecutor(ro) as code_mode:
+async def test_valid_snippets_all_pass_the_check(ro: McpServers) -> None:
+    async with CodeMode(ro) as code_mode:
         assert code_mode.sandbox.config.type_check
         scope = code_mode.thread_scope("corpus")
         for code in VALID:
@@ -103,7 +103,7 @@ async def test_a_wrong_call_is_stopped_before_any_tool_runs(
     kcp_env: KcpEnv, code: str, says: str | None
 ) -> None:
     before = len(kcp_env.argv_lines())
-    async with McpToolExecutor([kcp_env.spec(False)]) as mcp, CodeModeToolExecutor(mcp) as code_mode:
+    async with McpServers([kcp_env.spec(False)]) as mcp, CodeMode(mcp) as code_mode:
         output = await code_mode.call_tool(
             "run_code", {"code": 'await get_api_resources(workspace="root:app")\n' + code}
         )
@@ -119,8 +119,8 @@ async def test_no_type_check_runs_the_wrong_call(kcp_env: KcpEnv) -> None:
     before = len(kcp_env.argv_lines())
     sandbox = dataclasses.replace(SandboxConfig(), type_check=False)
     async with (
-        McpToolExecutor([kcp_env.spec(False)]) as mcp,
-        CodeModeToolExecutor(mcp, sandbox=sandbox) as code_mode,
+        McpServers([kcp_env.spec(False)]) as mcp,
+        CodeMode(mcp, sandbox=sandbox) as code_mode,
     ):
         output = await code_mode.call_tool(
             "run_code",

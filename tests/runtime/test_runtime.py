@@ -18,8 +18,8 @@ from asyncai.backend import (
     SessionHarness,
 )
 from asyncai.runtime import RunReply, RunRequest, Runtime
-from asyncai.tools.types import ToolCallOutput, ToolExecutor
-from tests.fakes.executors import FakeToolExecutor
+from asyncai.tools.types import ToolCallOutput, ToolSource
+from tests.fakes.executors import FakeToolSource
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
 
 pytestmark = pytest.mark.anyio
@@ -31,7 +31,7 @@ WAIT = 5.0  # a safety net against hangs, never a synchronisation device
 class RunCall:
     history: list[Message]
     user_text: str
-    executor: ToolExecutor
+    executor: ToolSource
     note: str | None
     thread_id: str | None
     run_id: int | str | None
@@ -51,7 +51,7 @@ class FakeBackend:
         *,
         history: Sequence[Message],
         user_text: str,
-        executor: ToolExecutor,
+        executor: ToolSource,
         note: str | None = None,
         thread_id: str | None = None,
         run_id: int | str | None = None,
@@ -72,7 +72,7 @@ class FakeBackend:
 
 async def test_threads_keep_history_and_scope() -> None:
     backend = FakeBackend()
-    executor = FakeToolExecutor(thread_scopes=True, note="[vars: x]")
+    executor = FakeToolSource(thread_scopes=True, note="[vars: x]")
     runtime = Runtime(backend, executor)
     first = await runtime.submit(RunRequest("t1", "hello"))
     second = await runtime.submit(RunRequest("t1", "again"))
@@ -95,7 +95,7 @@ async def test_threads_keep_history_and_scope() -> None:
 
 async def test_run_scope_is_fresh_per_run_and_closed() -> None:
     backend = FakeBackend()
-    executor = FakeToolExecutor(run_scopes=True)
+    executor = FakeToolSource(run_scopes=True)
     runtime = Runtime(backend, executor)
     await runtime.submit(RunRequest("t", "a"))
     await runtime.submit(RunRequest("t", "b"))
@@ -106,7 +106,7 @@ async def test_run_scope_is_fresh_per_run_and_closed() -> None:
 
 async def test_executor_without_scopes_is_used_directly() -> None:
     backend = FakeBackend()
-    executor = FakeToolExecutor()
+    executor = FakeToolSource()
     await Runtime(backend, executor).submit(RunRequest("t", "a"))
     assert backend.calls[0].executor is executor and not executor.closed
 
@@ -123,7 +123,7 @@ async def test_two_threads_run_concurrently() -> None:
         await asyncio.wait_for(started[other].wait(), WAIT)
         return f"done {me}"
 
-    runtime = Runtime(FakeBackend(hook), FakeToolExecutor(thread_scopes=True))
+    runtime = Runtime(FakeBackend(hook), FakeToolSource(thread_scopes=True))
     replies = await asyncio.gather(runtime.submit(RunRequest("a", "x")), runtime.submit(RunRequest("b", "y")))
     assert [r.reply for r in replies] == ["done a", "done b"]
 
@@ -140,7 +140,7 @@ async def test_busy_thread_coalesces_queued_messages_into_one_run() -> None:
 
     delivered: list[RunReply] = []
     backend = FakeBackend(hook)
-    runtime = Runtime(backend, FakeToolExecutor(thread_scopes=True), on_reply=delivered.append)
+    runtime = Runtime(backend, FakeToolSource(thread_scopes=True), on_reply=delivered.append)
     first = runtime.post(RunRequest("t", "first"))
     await asyncio.wait_for(first_started.wait(), WAIT)
     assert runtime.busy("t")
@@ -180,7 +180,7 @@ async def test_failed_run_keeps_thread_usable() -> None:
     async def on_reply(reply: RunReply) -> None:
         delivered.append(reply.to_json())
 
-    runtime = Runtime(backend, FakeToolExecutor(), on_reply=on_reply)
+    runtime = Runtime(backend, FakeToolSource(), on_reply=on_reply)
     failed = await runtime.submit(RunRequest("t", "first"))
     assert not failed.ok and failed.reply == ""
     assert failed.error == "cannot connect to the model server at http://x (check)"
@@ -202,7 +202,7 @@ async def test_on_reply_failure_does_not_break_delivery() -> None:
     def on_reply(reply: RunReply) -> None:
         raise OSError("stdout closed")
 
-    runtime = Runtime(FakeBackend(), FakeToolExecutor(), on_reply=on_reply)
+    runtime = Runtime(FakeBackend(), FakeToolSource(), on_reply=on_reply)
     reply = await runtime.submit(RunRequest("t", "x"))
     assert reply.reply == "reply to x"
 
@@ -215,7 +215,7 @@ async def test_aclose_cancels_in_flight_and_waiting() -> None:
         await asyncio.Event().wait()
         return "never"
 
-    runtime = Runtime(FakeBackend(hook), FakeToolExecutor())
+    runtime = Runtime(FakeBackend(hook), FakeToolSource())
     running = runtime.post(RunRequest("t", "a"))
     waiting = runtime.post(RunRequest("t", "b"))
     await asyncio.wait_for(started.wait(), WAIT)
@@ -228,11 +228,11 @@ async def test_aclose_cancels_in_flight_and_waiting() -> None:
 
 
 async def test_runtime_with_real_backend_keeps_thread_history_and_repl_scope() -> None:
-    def handler(scope: FakeToolExecutor, name: str, args: dict[str, Any]) -> ToolCallOutput:
+    def handler(scope: FakeToolSource, name: str, args: dict[str, Any]) -> ToolCallOutput:
         scope.state["runs"] = scope.state.get("runs", 0) + 1
         return ToolCallOutput(str(scope.state["runs"]))
 
-    executor = FakeToolExecutor(handler=handler, thread_scopes=True)
+    executor = FakeToolSource(handler=handler, thread_scopes=True)
     script = [
         tool_reply(call("run_code", {"code": "x = 1"})),
         text_reply("stored x"),

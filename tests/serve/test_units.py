@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from asyncai.approvals.gate import ApprovalRequest
-from asyncai.code_mode import CodeModeLimits, CodeModeToolExecutor
+from asyncai.code_mode import CodeMode, CodeModeLimits
 from asyncai.code_mode.engine.clock import WallClock
 from asyncai.serve.http import BindError, HttpOptions, check_bind, is_loopback
 from asyncai.serve.scopes import SessionScopes
@@ -27,7 +27,7 @@ class Clock:
 
 async def test_idle_sessions_are_released_and_busy_ones_are_kept() -> None:
     clock = Clock()
-    async with CodeModeToolExecutor(FakeExecutor(), CodeModeLimits()) as executor:
+    async with CodeMode(FakeExecutor(), CodeModeLimits()) as executor:
         scopes = SessionScopes(executor, idle_timeout=60, clock=clock)
         first = await scopes.scope("a")
         await first.call_tool("run_code", {"code": "x = 1"})

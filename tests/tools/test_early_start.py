@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from asyncai.tools import McpToolExecutor, stdio_spec
+from asyncai.tools import McpServers, stdio_spec
 from asyncai.tools.mcp.early_start import EarlyServers, early_servers
 from tests.fakes.servers import server_command
 
 pytestmark = pytest.mark.anyio
 
 
-async def _server_pid(executor: McpToolExecutor) -> int:
+async def _server_pid(executor: McpServers) -> int:
     output = await executor.call_tool("whoami", {})
     return int(json.loads(output.content)["pid"])
 
@@ -23,7 +23,7 @@ async def test_a_server_started_early_is_the_one_connected() -> None:
     spec = stdio_spec(server_command("early"))
     async with early_servers([spec], secrets=[]) as early:
         [waiting] = early.waiting
-        async with McpToolExecutor([spec], early=early) as executor:
+        async with McpServers([spec], early=early) as executor:
             assert early.waiting == ()
             assert await _server_pid(executor) == waiting.process.pid
     assert waiting.process.returncode is not None
@@ -39,7 +39,7 @@ async def test_a_server_started_with_another_environment_is_not_used_and_is_stop
         await early.spawn([spec], secrets=[])  # inherits ASYNCAI_TEST_VALUE
         [waiting] = early.waiting
         # The executor withholds the variable holding its secret: not the environment spawned early.
-        async with McpToolExecutor([spec], secrets=["a-secret-value-123"], early=early) as executor:
+        async with McpServers([spec], secrets=["a-secret-value-123"], early=early) as executor:
             assert await _server_pid(executor) != waiting.process.pid
         assert early.waiting == (waiting,)
     finally:
@@ -52,7 +52,7 @@ async def test_a_command_that_cannot_start_early_fails_as_before() -> None:
     spec = stdio_spec("/nonexistent/asyncai-no-such-server")
     async with early_servers([spec], secrets=[]) as early:
         assert early.waiting == ()
-        executor = McpToolExecutor([spec], early=early)
+        executor = McpServers([spec], early=early)
         with pytest.raises(Exception, match="cannot start MCP server"):
             await executor.connect()
         await executor.aclose()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from asyncai.tools import McpToolExecutor, ResourceError, specs_from_config, stdio_spec
+from asyncai.tools import McpServers, ResourceError, specs_from_config, stdio_spec
 from tests.third_party import npm_server
 
 pytestmark = pytest.mark.anyio
@@ -25,15 +25,13 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-async def everything() -> AsyncIterator[McpToolExecutor]:
+async def everything() -> AsyncIterator[McpServers]:
     """One server-everything for the module's read-only tests."""
-    async with McpToolExecutor(
-        [stdio_spec(npm_server("everything", "stdio"), name="everything")]
-    ) as executor:
+    async with McpServers([stdio_spec(npm_server("everything", "stdio"), name="everything")]) as executor:
         yield executor
 
 
-async def test_resources_are_listed_with_their_server(everything: McpToolExecutor) -> None:
+async def test_resources_are_listed_with_their_server(everything: McpServers) -> None:
     assert everything.resource_servers() == ["everything"]
     listed = await everything.list_resources()
     assert listed == await everything.list_resources(server="everything")
@@ -44,7 +42,7 @@ async def test_resources_are_listed_with_their_server(everything: McpToolExecuto
     assert len(listed) == 7 and all(set(entry) >= {"uri", "name", "server"} for entry in listed)
 
 
-async def test_text_and_blob_resources_are_read(everything: McpToolExecutor) -> None:
+async def test_text_and_blob_resources_are_read(everything: McpServers) -> None:
     [text] = await everything.read_resource("demo://resource/static/document/architecture.md")
     assert text["uri"] == "demo://resource/static/document/architecture.md"
     assert text["mime_type"] == "text/markdown" and text["text"].startswith("# Everything Server")
@@ -54,7 +52,7 @@ async def test_text_and_blob_resources_are_read(everything: McpToolExecutor) -> 
     assert base64.b64decode(blob["data"]).decode().startswith("Resource 7: This is a base64 blob")
 
 
-async def test_resource_errors_are_one_line(everything: McpToolExecutor) -> None:
+async def test_resource_errors_are_one_line(everything: McpServers) -> None:
     with pytest.raises(ResourceError) as missing:
         await everything.read_resource("demo://no/such/thing")
     assert "\n" not in str(missing.value)
@@ -64,13 +62,13 @@ async def test_resource_errors_are_one_line(everything: McpToolExecutor) -> None
         await everything.list_resources(server="nope")
 
 
-async def test_task_only_tool_is_flagged(everything: McpToolExecutor) -> None:
+async def test_task_only_tool_is_flagged(everything: McpServers) -> None:
     tools = {tool.name: tool for tool in everything.tools()}
     assert tools["simulate-research-query"].task_required
     assert not tools["echo"].task_required
 
 
-async def test_summary_counts_tools_resources_and_prompts(everything: McpToolExecutor) -> None:
+async def test_summary_counts_tools_resources_and_prompts(everything: McpServers) -> None:
     [summary] = await everything.summaries()
     assert (summary.name, summary.tools, summary.resources, summary.error) == ("everything", 13, 7, None)
     assert summary.prompts is not None and summary.prompts > 0
@@ -99,9 +97,9 @@ async def test_the_api_key_never_reaches_a_server_unless_its_env_names_it(
             }
         )
     )
-    async with McpToolExecutor(specs_from_config(config), secrets=[KEY]) as executor:
-        default = json.loads((await executor._by_server["default"].call_tool("get-env", {})).content)
-        named = json.loads((await executor._by_server["named"].call_tool("get-env", {})).content)
+    async with McpServers(specs_from_config(config), secrets=[KEY]) as executor:
+        default = json.loads((await executor.server("default").call_tool("get-env", {})).content)
+        named = json.loads((await executor.server("named").call_tool("get-env", {})).content)
     assert default["ASYNCAI_TEST_PLAIN"] == "kept" and "PATH" in default
     assert KEY not in default.values() and "OPENAI_API_KEY" not in default
     assert "ASYNCAI_FUTURE_TOKEN" not in default

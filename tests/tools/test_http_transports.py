@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from asyncai.tools import McpToolExecutor, ServerStartError, specs_from_config
+from asyncai.tools import McpServers, ServerStartError, specs_from_config
 from asyncai.tools.mcp.specs import HttpServerSpec
 from tests.fakes.servers import free_port
 from tests.tools.loopback_http import LoopbackServer, loopback_server
@@ -47,7 +47,7 @@ async def test_headers_reach_a_streamable_http_server(
             }
         },
     )
-    async with McpToolExecutor(specs_from_config(config)) as executor:
+    async with McpServers(specs_from_config(config)) as executor:
         output = await executor.call_tool("whoami", {})
     assert not output.is_error and json.loads(output.content) == {"server": "loopback"}
     tagged = [
@@ -62,7 +62,7 @@ async def test_legacy_sse_servers_work_with_their_headers(loopback: LoopbackServ
         tmp_path,
         {"legacy": {"type": "sse", "url": loopback.sse_url, "headers": {"X-Client": "asyncai-test-sse"}}},
     )
-    async with McpToolExecutor(specs_from_config(config)) as executor:
+    async with McpServers(specs_from_config(config)) as executor:
         output = await executor.call_tool("whoami", {})
         [greeting] = await executor.read_resource("loop://greeting")
     assert not output.is_error and json.loads(output.content) == {"server": "loopback"}
@@ -74,7 +74,7 @@ async def test_legacy_sse_servers_work_with_their_headers(loopback: LoopbackServ
 async def test_an_unreachable_sse_server_is_a_one_line_start_error() -> None:
     url = f"http://127.0.0.1:{free_port()}/sse"
     with pytest.raises(ServerStartError) as info:
-        async with McpToolExecutor([HttpServerSpec("gone", url, transport="sse")]):
+        async with McpServers([HttpServerSpec("gone", url, transport="sse")]):
             pass
     message = str(info.value)
     assert "\n" not in message

@@ -1,4 +1,4 @@
-"""McpToolExecutor against real MCP servers: routing, large results, concurrency, timeouts, crashes."""
+"""McpServers against real MCP servers: routing, large results, concurrency, timeouts, crashes."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from asyncai.log import configure_logging
-from asyncai.tools import McpToolExecutor, ServerStartError, http_spec, specs_from_config, stdio_spec
+from asyncai.tools import McpServers, ServerStartError, http_spec, specs_from_config, stdio_spec
 from asyncai.tools.mcp.client import McpConnection
 from tests.fakes.logs import captured_log
 from tests.fakes.servers import SERVER_SCRIPT, broken_server_config, http_test_server, server_command
@@ -40,7 +40,7 @@ async def test_routes_each_tool_to_one_server_and_warns_on_duplicates(verbose_lo
         stdio_spec(server_command("alpha"), name="alpha"),
         stdio_spec(server_command("beta"), name="beta"),
     ]
-    async with McpToolExecutor(specs) as executor:
+    async with McpServers(specs) as executor:
         assert executor.routes["whoami"].server == "alpha"
         who = await executor.call_tool("whoami", {})
         assert json.loads(who.content)["server"] == "alpha"
@@ -51,7 +51,7 @@ async def test_routes_each_tool_to_one_server_and_warns_on_duplicates(verbose_lo
 
 
 async def test_ten_megabyte_result_arrives_whole_over_stdio() -> None:
-    async with McpToolExecutor([stdio_spec(server_command("big"))]) as executor:
+    async with McpServers([stdio_spec(server_command("big"))]) as executor:
         output = await executor.call_tool("text_blob", {"size": TEN_MB})
     assert not output.is_error
     assert len(output.content) == TEN_MB
@@ -59,21 +59,21 @@ async def test_ten_megabyte_result_arrives_whole_over_stdio() -> None:
 
 async def test_ten_megabyte_result_arrives_whole_over_streamable_http() -> None:
     with http_test_server("http-big") as url:
-        async with McpToolExecutor([http_spec(url)]) as executor:
+        async with McpServers([http_spec(url)]) as executor:
             output = await executor.call_tool("text_blob", {"size": TEN_MB})
     assert not output.is_error
     assert len(output.content) == TEN_MB
 
 
 async def test_structured_results_keep_their_structured_content() -> None:
-    async with McpToolExecutor([stdio_spec(server_command("s"))]) as executor:
+    async with McpServers([stdio_spec(server_command("s"))]) as executor:
         output = await executor.call_tool("blob", {"size": 1000})
     assert output.structured is not None
     assert json.loads(output.content) == output.structured
 
 
 async def test_calls_run_concurrently() -> None:
-    async with McpToolExecutor([stdio_spec(server_command("conc"))]) as executor:
+    async with McpServers([stdio_spec(server_command("conc"))]) as executor:
         started = time.perf_counter()
         outputs = await asyncio.gather(*(executor.call_tool("sleep", {"seconds": 1.0}) for _ in range(5)))
         elapsed = time.perf_counter() - started
@@ -82,7 +82,7 @@ async def test_calls_run_concurrently() -> None:
 
 
 async def test_timeout_is_an_error_result_and_the_session_stays_usable() -> None:
-    async with McpToolExecutor([stdio_spec(server_command("slow"))], tool_timeout=0.5) as executor:
+    async with McpServers([stdio_spec(server_command("slow"))], tool_timeout=0.5) as executor:
         timed_out = await executor.call_tool("sleep", {"seconds": 5})
         after = await executor.call_tool("echo", {"text": "still here"})
     assert timed_out.is_error
@@ -93,13 +93,13 @@ async def test_timeout_is_an_error_result_and_the_session_stays_usable() -> None
 async def test_killed_server_fails_its_calls_while_another_server_answers(verbose_log: io.StringIO) -> None:
     specs = [stdio_spec(server_command("doomed"), name="doomed")]
     specs.append(stdio_spec(f"{server_command('other')}", name="other"))
-    async with McpToolExecutor(specs) as executor:
+    async with McpServers(specs) as executor:
         pending = asyncio.create_task(executor.call_tool("sleep", {"seconds": 30}))
         await asyncio.sleep(0)  # let the pending call reach the server before the crash
         died = await executor.call_tool("die", {})
         pending_result = await asyncio.wait_for(pending, 10)
         later = await executor.call_tool("whoami", {})
-        other = await executor._by_server["other"].call_tool("whoami", {})
+        other = await executor.server("other").call_tool("whoami", {})
     assert died.is_error and died.content.startswith("tool error:")
     assert pending_result.is_error and pending_result.content.startswith("tool error:")
     assert later.is_error and "not running" in later.content
@@ -109,7 +109,7 @@ async def test_killed_server_fails_its_calls_while_another_server_answers(verbos
 
 
 async def test_error_results_and_unknown_tools() -> None:
-    async with McpToolExecutor([stdio_spec(server_command("e"))]) as executor:
+    async with McpServers([stdio_spec(server_command("e"))]) as executor:
         failed = await executor.call_tool("fail", {"message": "expected failure"})
         unknown = await executor.call_tool("no_such_tool", {})
     assert failed.is_error and "expected failure" in failed.content
@@ -117,7 +117,7 @@ async def test_error_results_and_unknown_tools() -> None:
 
 
 async def test_server_stderr_goes_to_the_log(verbose_log: io.StringIO) -> None:
-    async with McpToolExecutor([stdio_spec(server_command("noisy"), name="noisy")]):
+    async with McpServers([stdio_spec(server_command("noisy"), name="noisy")]):
         pass
     lines = [line for line in log_lines(verbose_log) if line["event"] == "mcp.server_stderr"]
     assert any(line["server"] == "noisy" and "noisy starting" in str(line["line"]) for line in lines)
@@ -125,7 +125,7 @@ async def test_server_stderr_goes_to_the_log(verbose_log: io.StringIO) -> None:
 
 async def test_missing_command_is_a_one_line_start_error() -> None:
     with pytest.raises(ServerStartError) as info:
-        async with McpToolExecutor([stdio_spec("/nonexistent/asyncai-no-such-server --flag")]):
+        async with McpServers([stdio_spec("/nonexistent/asyncai-no-such-server --flag")]):
             pass
     message = str(info.value)
     assert "\n" not in message
@@ -135,7 +135,7 @@ async def test_missing_command_is_a_one_line_start_error() -> None:
 async def test_server_that_exits_at_start_reports_its_stderr() -> None:
     command = "python3 -c \"import sys; print('bad config: no token', file=sys.stderr); sys.exit(3)\""
     with pytest.raises(ServerStartError) as info:
-        async with McpToolExecutor([stdio_spec(command, name="broken")]):
+        async with McpServers([stdio_spec(command, name="broken")]):
             pass
     assert "broken" in str(info.value) and "bad config: no token" in str(info.value)
 
@@ -152,7 +152,7 @@ async def test_stdio_server_sees_the_callers_environment_and_config_env_wins(
         "env": {"ASYNCAI_TEST_OVERRIDDEN": "from-config"},
     }
     config.write_text(json.dumps({"mcpServers": {"envy": entry}}))
-    async with McpToolExecutor(specs_from_config(config)) as executor:
+    async with McpServers(specs_from_config(config)) as executor:
         inherited = await executor.call_tool("getenv", {"name": "ASYNCAI_TEST_INHERITED"})
         overridden = await executor.call_tool("getenv", {"name": "ASYNCAI_TEST_OVERRIDDEN"})
     assert json.loads(inherited.content)["value"] == "from-shell"
@@ -175,7 +175,7 @@ async def test_start_failure_does_not_block_the_event_loop() -> None:
     beats = asyncio.create_task(heartbeat())
     try:
         with pytest.raises(ServerStartError) as info:
-            async with McpToolExecutor([stdio_spec(shlex.join(["sh", "-c", script]), name="lagging")]):
+            async with McpServers([stdio_spec(shlex.join(["sh", "-c", script]), name="lagging")]):
                 pass
     finally:
         beats.cancel()
@@ -194,7 +194,7 @@ async def test_connect_timeout_builds_the_start_error_once(monkeypatch: pytest.M
     monkeypatch.setattr(McpConnection, "_start_error", counting)
     command = "python3 -c \"import sys, time; print('hung', file=sys.stderr, flush=True); time.sleep(60)\""
     with pytest.raises(ServerStartError) as info:
-        async with McpToolExecutor([stdio_spec(command, name="hung")], connect_timeout=0.5):
+        async with McpServers([stdio_spec(command, name="hung")], connect_timeout=0.5):
             pass
     assert "no answer to initialize within 0.5 s" in str(info.value)
     assert built == ["no answer to initialize within 0.5 s"]
@@ -209,7 +209,7 @@ async def test_start_error_shows_the_last_lines_of_stderr() -> None:
     # A server that dies at import prints its traceback frames first and the error last.
     script = "import sys\nfor i in range(40): print(f'frame {i}', file=sys.stderr)\nprint('ImportError: no module named kube', file=sys.stderr)\nsys.exit(1)"
     with pytest.raises(ServerStartError) as info:
-        async with McpToolExecutor([stdio_spec(shlex.join(["python3", "-c", script]), name="tb")]):
+        async with McpServers([stdio_spec(shlex.join(["python3", "-c", script]), name="tb")]):
             pass
     message = str(info.value)
     assert "\n" not in message
@@ -225,7 +225,7 @@ def _broken_config(tmp_path: Path, good: bool) -> Path:
 async def test_one_broken_server_is_a_warning_and_the_others_serve(
     tmp_path: Path, verbose_log: io.StringIO
 ) -> None:
-    async with McpToolExecutor(specs_from_config(_broken_config(tmp_path, good=True))) as executor:
+    async with McpServers(specs_from_config(_broken_config(tmp_path, good=True))) as executor:
         who = await executor.call_tool("whoami", {})
         assert [c.name for c in executor.connections] == ["good"]
         assert list(executor.failed) == ["broken"]
@@ -242,7 +242,7 @@ async def test_when_no_server_starts_it_is_a_start_error(tmp_path: Path, verbose
     specs = specs_from_config(_broken_config(tmp_path, good=False))
     specs.append(stdio_spec("/nonexistent/asyncai-missing", name="missing"))
     with pytest.raises(ServerStartError) as info:
-        async with McpToolExecutor(specs):
+        async with McpServers(specs):
             pass
     message = str(info.value)
     assert "\n" not in message
@@ -253,5 +253,5 @@ async def test_when_no_server_starts_it_is_a_start_error(tmp_path: Path, verbose
 
 
 async def test_no_servers_configured_is_not_an_error() -> None:
-    async with McpToolExecutor([]) as executor:
+    async with McpServers([]) as executor:
         assert executor.tools() == [] and await executor.summaries() == []

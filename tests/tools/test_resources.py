@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from asyncai.tools import McpToolExecutor, ResourceError, stdio_spec
+from asyncai.tools import McpServers, ResourceError, stdio_spec
 from tests.fakes.logs import captured_log
 from tests.fakes.servers import server_command
 
@@ -37,18 +37,18 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-async def two_servers() -> AsyncIterator[McpToolExecutor]:
+async def two_servers() -> AsyncIterator[McpServers]:
     """Two resource-only servers and one tool-only server."""
     specs = [
         stdio_spec(resource_server("alpha"), name="a"),
         stdio_spec(resource_server("beta"), name="b"),
         stdio_spec(server_command("tools"), name="tools"),
     ]
-    async with McpToolExecutor(specs) as executor:
+    async with McpServers(specs) as executor:
         yield executor
 
 
-async def test_a_resource_only_server_is_configured_without_tools(two_servers: McpToolExecutor) -> None:
+async def test_a_resource_only_server_is_configured_without_tools(two_servers: McpServers) -> None:
     assert [c.name for c in two_servers.connections] == ["a", "b", "tools"]
     assert two_servers.resource_servers() == ["a", "b"]
     assert {route.server for route in two_servers.routes.values()} == {"tools"}
@@ -61,7 +61,7 @@ async def test_a_resource_only_server_is_configured_without_tools(two_servers: M
     )
 
 
-async def test_every_page_is_listed_in_server_order(two_servers: McpToolExecutor) -> None:
+async def test_every_page_is_listed_in_server_order(two_servers: McpServers) -> None:
     listed = await two_servers.list_resources()
     assert [entry["uri"] for entry in listed[:7]] == [f"alpha://doc/{i}" for i in range(5)] + [
         "alpha://bin",
@@ -79,7 +79,7 @@ async def test_every_page_is_listed_in_server_order(two_servers: McpToolExecutor
     assert {entry["server"] for entry in only_b} == {"b"} and len(only_b) == 7
 
 
-async def test_reads_go_to_the_server_that_listed_the_uri(two_servers: McpToolExecutor) -> None:
+async def test_reads_go_to_the_server_that_listed_the_uri(two_servers: McpServers) -> None:
     assert await two_servers.read_resource("beta://doc/3") == [
         {"uri": "beta://doc/3", "mime_type": "text/plain", "text": "beta says beta://doc/3"}
     ]
@@ -87,7 +87,7 @@ async def test_reads_go_to_the_server_that_listed_the_uri(two_servers: McpToolEx
     assert base64.b64decode(blob["data"]) == bytes(range(256)) and "text" not in blob
 
 
-async def test_resource_errors_name_the_servers(two_servers: McpToolExecutor) -> None:
+async def test_resource_errors_name_the_servers(two_servers: McpServers) -> None:
     with pytest.raises(ResourceError) as unlisted:
         await two_servers.read_resource("gamma://x")
     assert str(unlisted.value) == "cannot read gamma://x: no server lists it (servers with resources: a, b)"
@@ -102,20 +102,20 @@ async def test_resource_errors_name_the_servers(two_servers: McpToolExecutor) ->
 
 async def test_an_unlisted_uri_is_found_without_listing_first() -> None:
     specs = [stdio_spec(resource_server("alpha"), name="a"), stdio_spec(resource_server("beta"), name="b")]
-    async with McpToolExecutor(specs) as executor:
+    async with McpServers(specs) as executor:
         [part] = await executor.read_resource("beta://doc/0")
     assert part["text"] == "beta says beta://doc/0"
 
 
 async def test_no_resource_server_at_all() -> None:
-    async with McpToolExecutor([stdio_spec(server_command("plain"))]) as executor:
+    async with McpServers([stdio_spec(server_command("plain"))]) as executor:
         assert executor.resource_servers() == [] and await executor.list_resources() == []
         with pytest.raises(ResourceError, match=r"^cannot read x://y: no MCP server offers resources$"):
             await executor.read_resource("x://y")
 
 
 async def test_a_server_that_dies_fails_its_resources_in_one_line(warnings: io.StringIO) -> None:
-    async with McpToolExecutor([stdio_spec(resource_server("alpha"), name="a")]) as executor:
+    async with McpServers([stdio_spec(resource_server("alpha"), name="a")]) as executor:
         with pytest.raises(ResourceError) as died:
             await executor.read_resource("alpha://exit")
         with pytest.raises(ResourceError) as later:

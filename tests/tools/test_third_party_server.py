@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from asyncai.code_mode import CodeModeToolExecutor
-from asyncai.tools import McpToolExecutor, stdio_spec
+from asyncai.code_mode import CodeMode
+from asyncai.tools import McpServers, stdio_spec
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +24,7 @@ def _time_server() -> str:
 
 
 async def test_tools_schemas_and_annotations_come_through() -> None:
-    async with McpToolExecutor([stdio_spec(_time_server())]) as executor:
+    async with McpServers([stdio_spec(_time_server())]) as executor:
         tools = {tool.name: tool for tool in executor.tools()}
     assert set(tools) == {"get_current_time", "convert_time"}
     assert all(tool.read_only and tool.output_schema for tool in tools.values())
@@ -32,8 +32,8 @@ async def test_tools_schemas_and_annotations_come_through() -> None:
 
 async def test_code_mode_drives_the_third_party_server() -> None:
     async with (
-        McpToolExecutor([stdio_spec(_time_server())]) as mcp,
-        CodeModeToolExecutor(mcp) as code_mode,
+        McpServers([stdio_spec(_time_server())]) as mcp,
+        CodeMode(mcp) as code_mode,
     ):
         description = code_mode.tools()[0].description
         converted = await code_mode.call_tool(

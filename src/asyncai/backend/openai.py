@@ -25,7 +25,7 @@ from asyncai.backend.harness import ModelTurn, SessionHarness
 from asyncai.backend.metrics import TurnSummary
 from asyncai.humanize import one_line, seconds
 from asyncai.log import decoded_or_preview, dumps_compact, log_event
-from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolExecutor
+from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 
 _ERROR_PREVIEW_CHARS = 300
 
@@ -186,7 +186,7 @@ class OpenAiCompatibleBackend:
         *,
         history: Sequence[Message],
         user_text: str,
-        executor: ToolExecutor,
+        executor: ToolSource,
         note: str | None = None,
         thread_id: str | None = None,
         run_id: int | str | None = None,
@@ -278,7 +278,7 @@ class OpenAiCompatibleBackend:
     def _model_turn(self, turn: wire.AssistantTurn) -> ModelTurn:
         return ModelTurn(model=self.config.model, finish_reason=turn.finish_reason, usage=turn.usage)
 
-    async def _call(self, executor: ToolExecutor, call: wire.PreparedCall) -> ToolCallOutput:
+    async def _call(self, executor: ToolSource, call: wire.PreparedCall) -> ToolCallOutput:
         extra: dict[str, Any] = {"error": call.error} if call.error is not None else {}
         log_event("model.tool_call", tool=call.name, id=call.id, arguments=call.arguments, **extra)
         if call.error is not None or call.arguments is None:

@@ -21,7 +21,7 @@ from asyncai.runtime import RunReply, RunRequest, Runtime
 if TYPE_CHECKING:
     from asyncai.cli.live import TerminalActivity
     from asyncai.cli.sessions import SessionRecorder
-    from asyncai.code_mode import CodeModeToolExecutor
+    from asyncai.code_mode import CodeMode
 
 BANNER = "asyncai chat. /exit quits, /restart clears the REPL, /new starts a new thread."
 COMMANDS = {
@@ -75,7 +75,7 @@ def say(text: str) -> None:
 @dataclass
 class Chat:
     runtime: Runtime
-    executor: CodeModeToolExecutor
+    executor: CodeMode
     recorder: SessionRecorder | None = None
     activity: TerminalActivity | None = None
     """The live display, on a terminal; ``None`` prints replies as plain lines."""
@@ -151,10 +151,10 @@ class Chat:
                 await scope.save_state(session.session_id)
             say("(REPL state cleared)")
         elif command == "/tools":
-            from asyncai.tools import McpToolExecutor  # loaded already: the chat's servers run on it
+            from asyncai.tools import McpServers  # loaded already: the chat's servers run on it
 
             inner = self.executor.inner
-            say(await listing(inner) if isinstance(inner, McpToolExecutor) else NO_SERVERS)
+            say(await listing(inner) if isinstance(inner, McpServers) else NO_SERVERS)
         elif command == "/vars":
             variables = self.executor.thread_scope(self.thread).variables()
             say(

@@ -22,7 +22,7 @@ from asyncai.cli.settings import (
 from asyncai.cli.wiring import code_mode_executor
 
 if TYPE_CHECKING:
-    from asyncai.code_mode import CodeModeToolExecutor
+    from asyncai.code_mode import CodeMode
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -94,7 +94,7 @@ def _complete(source: str) -> bool:
     return True
 
 
-async def _interactive(executor: CodeModeToolExecutor, out: TextIO) -> int:
+async def _interactive(executor: CodeMode, out: TextIO) -> int:
     print("asyncai run-code: Python in the Monty sandbox. /restart clears state, /exit quits.", file=out)
     buffer = ""
     while True:

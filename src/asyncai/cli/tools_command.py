@@ -13,7 +13,7 @@ from asyncai.humanize import count
 from asyncai.tools import DuplicateTool, ToolRoute
 
 if TYPE_CHECKING:
-    from asyncai.tools import McpToolExecutor, ServerSummary
+    from asyncai.tools import McpServers, ServerSummary
 
 TASK_ONLY_NOTE = "task-only: not callable from snippets"
 NO_SERVERS = "(no MCP servers: configure them with --mcp-stdio, --mcp-http or --mcp-config)"
@@ -78,7 +78,7 @@ def render_summary(summary: ServerSummary) -> str:
     return f"{line} ({summary.error})" if summary.error else line
 
 
-async def listing(executor: McpToolExecutor) -> str:
+async def listing(executor: McpServers) -> str:
     """What ``asyncai tools`` prints (the chat's ``/tools`` too): the routed tool table, then a
     line per server."""
     summaries = await executor.summaries()

@@ -20,13 +20,13 @@ from asyncai.tools.mcp.early_start import early_servers
 
 if TYPE_CHECKING:
     from asyncai.approvals.gate import Approver
-    from asyncai.code_mode import CodeModeToolExecutor
+    from asyncai.code_mode import CodeMode
     from asyncai.state.stores import StateStore
-    from asyncai.tools import McpToolExecutor
+    from asyncai.tools import McpServers
 
 
 @contextlib.asynccontextmanager
-async def mcp_executor(settings: Settings) -> AsyncIterator[McpToolExecutor]:
+async def mcp_executor(settings: Settings) -> AsyncIterator[McpServers]:
     limits = code_limits(settings)
     specs = server_specs(settings)
     # The model API key (from --api-key, OPENAI_API_KEY or the settings file) is asyncai's secret:
@@ -34,10 +34,10 @@ async def mcp_executor(settings: Settings) -> AsyncIterator[McpToolExecutor]:
     secrets = [settings.text("api_key")]
     # Spawn the stdio servers first: their own start then overlaps the SDK import below.
     async with early_servers(specs, secrets) as early:
-        from asyncai.tools import McpToolExecutor  # loads the mcp SDK: only when a command needs servers
+        from asyncai.tools import McpServers  # loads the mcp SDK: only when a command needs servers
 
         # The code-mode per-call timeout fires first; the MCP one is a backstop for direct use.
-        async with McpToolExecutor(
+        async with McpServers(
             specs, tool_timeout=limits.tool_timeout + 5.0, secrets=secrets, early=early
         ) as executor:
             yield executor
@@ -49,11 +49,11 @@ async def code_mode_executor(
     approver: Approver | None = None,
     state_store: StateStore | None = None,
     activity: Activity | None = None,
-) -> AsyncIterator[CodeModeToolExecutor]:
+) -> AsyncIterator[CodeMode]:
     """Code mode over the configured servers; ``approver`` decides mutating calls under
     ``--mutations ask`` (without one they are refused); ``state_store`` keeps thread REPLs for
     resumed sessions."""
-    from asyncai.code_mode import CodeModeToolExecutor  # pydantic-monty and the engine: only to run code
+    from asyncai.code_mode import CodeMode  # pydantic-monty and the engine: only to run code
 
     limits = code_limits(settings)
     sandbox = sandbox_config(settings)
@@ -61,7 +61,7 @@ async def code_mode_executor(
     preamble = read_preamble(settings)
     mutations = mutation_policy(settings)
     async with mcp_executor(settings) as inner:
-        executor = CodeModeToolExecutor(
+        executor = CodeMode(
             inner,
             limits,
             sandbox=sandbox,

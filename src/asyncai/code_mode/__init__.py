@@ -7,14 +7,14 @@ from asyncai.code_mode.sandbox.config import SANDBOX_KINDS, SandboxConfig, Sandb
 from asyncai.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from asyncai.code_mode.executor import CodeModeToolExecutor
+    from asyncai.code_mode.executor import CodeMode
 
-__getattr__ = lazy_exports(__name__, {"CodeModeToolExecutor": "executor"})
+__getattr__ = lazy_exports(__name__, {"CodeMode": "executor"})
 
 __all__ = [
     "SANDBOX_KINDS",
+    "CodeMode",
     "CodeModeLimits",
-    "CodeModeToolExecutor",
     "SandboxConfig",
     "SandboxConfigError",
     "parse_size",

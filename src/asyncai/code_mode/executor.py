@@ -1,4 +1,4 @@
-"""``CodeModeToolExecutor``: wraps any executor so that the model sees exactly one tool, ``run_code``."""
+"""``CodeMode``: wraps any executor so that the model sees exactly one tool, ``run_code``."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from asyncai.code_mode.limits import CodeModeLimits
 from asyncai.code_mode.sandbox.sandboxes import Sandbox, SandboxConfig
 from asyncai.code_mode.sandbox.workers import WorkerRoom
 from asyncai.state.stores import StateStore
-from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolExecutor, ToolsChangedListener
+from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolsChangedListener, ToolSource
 
 
-class CodeModeToolExecutor(ToolExecutor):
+class CodeMode(ToolSource):
     """Every inner tool becomes an ``async def`` in the sandbox; ``tools()`` is ``[run_code]``.
 
     ``call_tool`` uses one shared default scope; ``run_scope()`` gives a fresh REPL for one run and
@@ -29,7 +29,7 @@ class CodeModeToolExecutor(ToolExecutor):
 
     def __init__(
         self,
-        inner: ToolExecutor,
+        inner: ToolSource,
         limits: CodeModeLimits | None = None,
         sandbox: SandboxConfig | None = None,
         preamble: str | None = None,
@@ -83,7 +83,7 @@ class CodeModeToolExecutor(ToolExecutor):
         for listener in self._listeners:
             await listener()
 
-    async def __aenter__(self) -> CodeModeToolExecutor:
+    async def __aenter__(self) -> CodeMode:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from asyncai.backend.config import Message
 from asyncai.backend.harness import SessionHarness
 from asyncai.log import log_event
-from asyncai.tools.types import StateLoad, ToolExecutor
+from asyncai.tools.types import StateLoad, ToolSource
 
 if TYPE_CHECKING:
     from asyncai.backend.openai import RunResult
@@ -88,7 +88,7 @@ class RunBackend(Protocol):
         *,
         history: Sequence[Message],
         user_text: str,
-        executor: ToolExecutor,
+        executor: ToolSource,
         note: str | None = None,
         thread_id: str | None = None,
         run_id: int | str | None = None,
@@ -151,7 +151,7 @@ class Runtime:
     def __init__(
         self,
         backend: RunBackend,
-        executor: ToolExecutor,
+        executor: ToolSource,
         *,
         on_reply: ReplyCallback | None = None,
         sessions: SessionFactory | None = None,
@@ -279,7 +279,7 @@ class Runtime:
         run = self._runs
         user_text = coalesce(texts)
         log_event("runtime.run_start", thread=thread.thread_id, run=run, messages=len(texts))
-        run_scope: ToolExecutor | None = None
+        run_scope: ToolSource | None = None
         session = thread.session
         session_id = session.session_id if session is not None else None
         ok = False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from asyncai.code_mode import CodeModeToolExecutor
+from asyncai.code_mode import CodeMode
 from asyncai.code_mode.engine.repl import ReplScope
 from asyncai.log import log_event
 
@@ -18,7 +18,7 @@ class SessionScopes:
 
     def __init__(
         self,
-        executor: CodeModeToolExecutor,
+        executor: CodeMode,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:

@@ -1,7 +1,7 @@
 """``CodeModeServer``: the MCP server side of ``asyncai serve-mcp``.
 
 The client sees ``run_code`` with the description and catalog the agent's model sees (the same
-``CodeModeToolExecutor``, not a copy); ``--expose-direct`` adds the wrapped tools unchanged. Each
+``CodeMode``, not a copy); ``--expose-direct`` adds the wrapped tools unchanged. Each
 client session has its own REPL (stdio: the connection; HTTP: the ``Mcp-Session-Id``); a
 stateless request (the 2026-07-28 protocol over HTTP has no session) gets a fresh one. The
 variables note, which in the agent rides on the next user message, ends the ``run_code`` result
@@ -22,7 +22,7 @@ from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 
-from asyncai.code_mode import CodeModeToolExecutor
+from asyncai.code_mode import CodeMode
 from asyncai.code_mode.catalog.stubs import RUN_CODE
 from asyncai.log import log_event
 from asyncai.serve.approval import ElicitationApprover
@@ -66,7 +66,7 @@ class CodeModeServer:
 
     def __init__(
         self,
-        executor: CodeModeToolExecutor,
+        executor: CodeMode,
         *,
         expose_direct: bool = False,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,

@@ -1,6 +1,6 @@
 """The tool layer: tool definitions, call outputs, and executors that talk to MCP servers.
 
-``McpToolExecutor`` and ``ServerSummary`` load the ``mcp`` SDK (about a second to import), so they
+``McpServers`` and ``ServerSummary`` load the ``mcp`` SDK (about a second to import), so they
 are imported on first use: ``asyncai --help`` and the argument parsing never pay for it.
 """
 
@@ -23,21 +23,21 @@ from asyncai.tools.types import (
     ServerStartError,
     ToolCallOutput,
     ToolDefinition,
-    ToolExecutor,
     ToolRoute,
+    ToolSource,
 )
 
 if TYPE_CHECKING:
-    from asyncai.tools.mcp.client import McpToolExecutor, ServerSummary
+    from asyncai.tools.mcp.client import McpServers, ServerSummary
 
-__getattr__ = lazy_exports(__name__, {"McpToolExecutor": "mcp.client", "ServerSummary": "mcp.client"})
+__getattr__ = lazy_exports(__name__, {"McpServers": "mcp.client", "ServerSummary": "mcp.client"})
 
 
 __all__ = [
     "ConfigError",
     "DuplicateTool",
     "HttpServerSpec",
-    "McpToolExecutor",
+    "McpServers",
     "ResourceError",
     "ServerSpec",
     "ServerStartError",
@@ -45,8 +45,8 @@ __all__ = [
     "StdioServerSpec",
     "ToolCallOutput",
     "ToolDefinition",
-    "ToolExecutor",
     "ToolRoute",
+    "ToolSource",
     "http_spec",
     "server_environment",
     "specs_from_config",

@@ -1,4 +1,4 @@
-"""The tool layer's data types and the ``ToolExecutor`` interface every executor implements."""
+"""The tool layer's data types and the ``ToolSource`` interface every executor implements."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ StateLoad = Literal["restored", "none", "discarded"]
 """``load_state``: the state was taken up, there was none, or it was unusable and dropped."""
 
 
-class ToolExecutor(abc.ABC):
+class ToolSource(abc.ABC):
     """Runs tool calls. ``tools()`` is fixed for the executor's life.
 
     The scope methods let an executor keep per-run or per-thread state (code mode keeps a REPL
@@ -97,11 +97,11 @@ class ToolExecutor(abc.ABC):
     @abc.abstractmethod
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput: ...
 
-    def run_scope(self) -> ToolExecutor | None:
+    def run_scope(self) -> ToolSource | None:
         """An executor for one backend run, or ``None`` to use this one."""
         return None
 
-    def thread_scope(self, thread_id: str) -> ToolExecutor | None:
+    def thread_scope(self, thread_id: str) -> ToolSource | None:
         """An executor for one conversation thread, or ``None`` to use this one."""
         return None
 

@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from asyncai.code_mode.engine.crossing import Payload
 from asyncai.log import dumps_compact
-from asyncai.tools.types import ResourceError, ToolDefinition, ToolExecutor
+from asyncai.tools.types import ResourceError, ToolDefinition, ToolSource
 
 _RESOURCE_ITEM: Final = {
     "type": "object",
@@ -64,7 +64,7 @@ RESOURCE_FUNCTIONS: Final = {tool.name: tool for tool in (LIST_RESOURCES, READ_R
 
 
 async def call_resource_function(
-    inner: ToolExecutor, definition: ToolDefinition, arguments: dict[str, Any]
+    inner: ToolSource, definition: ToolDefinition, arguments: dict[str, Any]
 ) -> Payload:
     """Answer ``list_resources`` or ``read_resource``; a failure raises ``RuntimeError`` in the snippet."""
     try:

@@ -27,7 +27,7 @@ from asyncai.log import (
     log_event,
     logger,
 )
-from asyncai.tools.types import ToolExecutor
+from asyncai.tools.types import ToolSource
 
 OS_DENIED = "os access disabled in asyncai code mode"
 SETTLE_TIMEOUT = 5.0
@@ -64,7 +64,7 @@ class SnippetDispatcher:
     """Runs the nested calls of one snippet against the inner executor."""
 
     catalog: Mapping[str, CatalogEntry]
-    inner: ToolExecutor
+    inner: ToolSource
     limits: CodeModeLimits
     gate: MutationGate = field(default_factory=MutationGate)
     finder: Finder | None = None

@@ -42,7 +42,7 @@ from asyncai.code_mode.sandbox.workers import NoWorker, WorkerRoom
 from asyncai.humanize import count, one_line, seconds
 from asyncai.log import log_event
 from asyncai.state.stores import SavedScope, StateDiscarded, StateStore, pack, unpack
-from asyncai.tools.types import StateLoad, ToolCallOutput, ToolDefinition, ToolExecutor
+from asyncai.tools.types import StateLoad, ToolCallOutput, ToolDefinition, ToolSource
 
 STORE_TIMEOUT = 10.0
 """Seconds any state-store call may take before it counts as failed."""
@@ -82,7 +82,7 @@ class ScopeSetup:
 
     run_code: ToolDefinition
     catalog: Mapping[str, CatalogEntry]
-    inner: ToolExecutor
+    inner: ToolSource
     sandbox: Sandbox
     room: WorkerRoom
     """Which scopes hold a worker (what the executor must close), and the bound on how many."""
@@ -133,8 +133,8 @@ def _error_text(exc: BaseException) -> str:
     return str(exc)
 
 
-class ReplScope(ToolExecutor):
-    """A ``ToolExecutor`` offering ``run_code`` over one persistent REPL.
+class ReplScope(ToolSource):
+    """A ``ToolSource`` offering ``run_code`` over one persistent REPL.
 
     Feeds are serialised with a lock (one session cannot take two feeds at once); the worker is
     checked out on first use and released by ``aclose``; an idle REPL may give its worker back

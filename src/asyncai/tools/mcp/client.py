@@ -1,4 +1,4 @@
-"""``McpToolExecutor``: sessions to several MCP servers, kept open for the executor's life.
+"""``McpServers``: sessions to several MCP servers, kept open for the executor's life.
 
 Each server connection lives in its own asyncio task, which owns the transport's context
 managers (anyio cancel scopes must be entered and left in one task) and waits until the executor
@@ -35,15 +35,14 @@ from asyncai.tools.mcp.environment import server_environment
 from asyncai.tools.mcp.results import call_output, tool_definition
 from asyncai.tools.mcp.specs import ServerSpec, StdioServerSpec, unique_names
 from asyncai.tools.mcp.stderr_pump import StderrPump
+from asyncai.tools.routing import RoutedTools
 from asyncai.tools.types import (
-    DuplicateTool,
     ResourceError,
     ServerStartError,
     ToolCallOutput,
     ToolDefinition,
-    ToolExecutor,
-    ToolRoute,
     ToolsChangedListener,
+    ToolSource,
 )
 
 DEFAULT_TOOL_TIMEOUT = 120.0
@@ -73,8 +72,9 @@ def _describe(exc: BaseException) -> str:
     return text[0] if text else type(leaf).__name__
 
 
-class McpConnection:
-    """One MCP server: its session, its tools, its capabilities, and whether it is still alive."""
+class McpConnection(ToolSource):
+    """One MCP server as a tool source: its session, its tools, its capabilities, and whether it is
+    still alive."""
 
     def __init__(
         self,
@@ -87,7 +87,7 @@ class McpConnection:
         self._early = early
         self.tool_timeout = tool_timeout
         self.secrets = secrets
-        self.tools: list[ToolDefinition] = []
+        self._tools: list[ToolDefinition] = []
         self.capabilities: mt.ServerCapabilities | None = None
         self.initial_resources: list[dict[str, Any]] = []
         """What ``resources/list`` gave at start."""
@@ -98,12 +98,21 @@ class McpConnection:
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stderr: StderrPump | None = None
-        self.on_tools_changed: Callable[[], Awaitable[None]] | None = None
+        self._listeners: list[ToolsChangedListener] = []
         self._refreshes: set[asyncio.Task[None]] = set()
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    def tools(self) -> list[ToolDefinition]:
+        return list(self._tools)
+
+    def on_tools_changed(self, listener: ToolsChangedListener) -> None:
+        self._listeners.append(listener)
+
+    def resource_servers(self) -> list[str]:
+        return [self.name] if self.has_resources else []
 
     @property
     def has_resources(self) -> bool:
@@ -188,7 +197,7 @@ class McpConnection:
             async with self._open_session() as session:
                 initialized = await session.initialize()
                 self.capabilities = initialized.capabilities
-                self.tools = await self._list_tools(session, self.name) if self._has_tools() else []
+                self._tools = await self._list_tools(session, self.name) if self._has_tools() else []
                 await self._probe_resources(session)
                 self._session = session
                 self._ready.set_result(None)
@@ -216,13 +225,13 @@ class McpConnection:
 
     async def _refresh_tools(self, session: ClientSession) -> None:
         try:
-            self.tools = await self._list_tools(session, self.name)
+            self._tools = await self._list_tools(session, self.name)
         except Exception as exc:
             log_event("mcp.tools_refresh_failed", logging.WARNING, server=self.name, error=_describe(exc))
             return
-        log_event("mcp.tools_changed", logging.INFO, server=self.name, tools=[t.name for t in self.tools])
-        if self.on_tools_changed is not None:
-            await self.on_tools_changed()
+        log_event("mcp.tools_changed", logging.INFO, server=self.name, tools=[t.name for t in self._tools])
+        for listener in self._listeners:
+            await listener()
 
     def _has_tools(self) -> bool:
         # A server that declares no capabilities at all gets asked anyway (lenient peers).
@@ -308,7 +317,7 @@ class McpConnection:
         except Exception as exc:  # transport failures and malformed answers
             raise ResourceError(f"cannot {what}: server '{self.name}': {_describe(exc)}") from None
 
-    async def list_resources(self) -> list[dict[str, Any]]:
+    async def list_resources(self, server: str | None = None) -> list[dict[str, Any]]:
         """Every resource of this server (all pages of ``resources/list``) as documented dicts."""
         listed = await self._request("list resources", _every_resource)
         return [_resource_entry(resource, self.name) for resource in listed]
@@ -404,10 +413,11 @@ class ServerSummary:
     started: bool = True
 
 
-class McpToolExecutor(ToolExecutor):
-    """Routes each tool name to exactly one server (ADR A2); the first server to declare a name wins.
+class McpServers(RoutedTools):
+    """MCP servers as one tool source: each started, then routed (``RoutedTools``: the first server
+    to declare a tool name wins it).
 
-    Use as ``async with McpToolExecutor(specs) as executor: ...``. ``secrets`` are values no stdio
+    Use as ``async with McpServers(specs) as executor: ...``. ``secrets`` are values no stdio
     server may inherit (the model API key); a server's config ``env`` can still pass them on.
     ``early`` holds stdio servers spawned before the SDK was imported (``early_start``).
     """
@@ -420,24 +430,18 @@ class McpToolExecutor(ToolExecutor):
         secrets: Iterable[str | None] = (),
         early: EarlyServers | None = None,
     ) -> None:
+        super().__init__()
         kept = tuple(secret for secret in secrets if secret)
         self._configured = [
             McpConnection(spec, tool_timeout, kept, early) for spec in unique_names(list(specs))
         ]
-        self.connections = list(self._configured)
+        self.connections: list[McpConnection] = []
         """The servers that started (after ``connect``), in configuration order."""
         self.failed: dict[str, str] = {}
         """Server name -> the one-line reason it did not start."""
         self.connect_timeout = connect_timeout
-        self.routes: dict[str, ToolRoute] = {}
-        self.duplicates: list[DuplicateTool] = []
-        self._by_server = {c.name: c for c in self.connections}
-        self._resource_owner: dict[str, str] = {}
-        self._listeners: list[ToolsChangedListener] = []
-        for connection in self._configured:
-            connection.on_tools_changed = self._tools_changed
 
-    async def __aenter__(self) -> McpToolExecutor:
+    async def __aenter__(self) -> McpServers:
         await self.connect()
         return self
 
@@ -458,7 +462,6 @@ class McpToolExecutor(ToolExecutor):
             else:
                 started.append(connection)
         self.connections = started
-        self._by_server = {c.name: c for c in started}
         if self.failed and not started:
             await self.aclose()
             first = next(iter(self.failed.values()))
@@ -470,108 +473,21 @@ class McpToolExecutor(ToolExecutor):
                 f"see the warnings); the first: {first}"
             )
         self._warn_failures()
-        self._build_routes()
+        self.route(started)
         for connection in started:
-            self._learn_owners(connection, connection.initial_resources)
+            self.learn_owners(connection, connection.initial_resources)
 
     def _warn_failures(self) -> None:
         for name, message in self.failed.items():
             log_event("mcp.server_start_failed", logging.WARNING, server=name, error=message)
 
-    def _build_routes(self) -> None:
-        for connection in self.connections:
-            for tool in connection.tools:
-                kept = self.routes.get(tool.name)
-                if kept is None:
-                    self.routes[tool.name] = ToolRoute(tool=tool, server=connection.name)
-                    continue
-                self.duplicates.append(DuplicateTool(tool.name, kept.server, connection.name))
-                log_event(
-                    "mcp.duplicate_tool",
-                    logging.WARNING,
-                    tool=tool.name,
-                    kept_server=kept.server,
-                    dropped_server=connection.name,
-                )
+    def server_names(self) -> set[str]:
+        return {connection.name for connection in self.connections}
 
-    def tools(self) -> list[ToolDefinition]:
-        return [route.tool for route in self.routes.values()]
-
-    def on_tools_changed(self, listener: ToolsChangedListener) -> None:
-        self._listeners.append(listener)
-
-    async def _tools_changed(self) -> None:
-        self.routes, self.duplicates = {}, []
-        self._build_routes()
-        for listener in self._listeners:
-            await listener()
-
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput:
-        route = self.routes.get(name)
-        if route is None:
-            return ToolCallOutput.error(f"tool error: unknown tool {name!r}")
-        return await self._by_server[route.server].call_tool(name, arguments)
-
-    # Resources ---------------------------------------------------------------------------------
-
-    def resource_servers(self) -> list[str]:
-        return [c.name for c in self.connections if c.has_resources]
-
-    def _servers_phrase(self) -> str:
-        names = self.resource_servers()
-        return f"servers with resources: {', '.join(names)}" if names else "no MCP server offers resources"
-
-    async def list_resources(self, server: str | None = None) -> list[dict[str, Any]]:
-        if server is not None:
-            connection = self._by_server.get(server)
-            if connection is None or not connection.has_resources:
-                reason = "unknown server" if connection is None else "no resources on server"
-                raise ResourceError(f"{reason} {server!r} ({self._servers_phrase()})")
-            return await self._list_from(connection)
-        listings = await asyncio.gather(
-            *(self._list_from(c) for c in self.connections if c.has_resources), return_exceptions=True
-        )
-        entries: list[dict[str, Any]] = []
-        for listing in listings:
-            if isinstance(listing, ResourceError):
-                raise ResourceError(f"{listing} (list one server with list_resources(server=...))")
-            if isinstance(listing, BaseException):
-                raise listing
-            entries.extend(listing)
-        return entries
-
-    async def _list_from(self, connection: McpConnection) -> list[dict[str, Any]]:
-        entries = await connection.list_resources()
-        self._learn_owners(connection, entries)
-        return entries
-
-    def _learn_owners(self, connection: McpConnection, entries: list[dict[str, Any]]) -> None:
-        """A URI belongs to the first server (in configuration order) that listed it."""
-        order = {c.name: i for i, c in enumerate(self.connections)}
-        for entry in entries:
-            owner = self._resource_owner.get(entry["uri"])
-            if owner is None or order.get(owner, len(order)) > order[connection.name]:
-                self._resource_owner[entry["uri"]] = connection.name
-
-    async def _owner(self, uri: str) -> McpConnection:
-        servers = [c for c in self.connections if c.has_resources]
-        if uri not in self._resource_owner and len(servers) > 1:
-            # Listings change: ask every server again; a failing listing just teaches nothing.
-            await asyncio.gather(*(self._list_from(c) for c in servers), return_exceptions=True)
-        owner = self._resource_owner.get(uri)
-        if owner is not None:
-            return self._by_server[owner]
-        if len(servers) == 1:
-            return servers[0]
-        if not servers:
-            raise ResourceError(f"cannot read {uri}: no MCP server offers resources")
-        raise ResourceError(f"cannot read {uri}: no server lists it ({self._servers_phrase()})")
-
-    async def read_resource(self, uri: str) -> list[dict[str, Any]]:
-        connection = await self._owner(uri)
-        return await connection.read_resource(uri)
-
-    # -------------------------------------------------------------------------------------------
+    def server(self, name: str) -> McpConnection:
+        """The started server called ``name`` (``KeyError`` when none is)."""
+        by_name = {c.name: c for c in self.connections}
+        return by_name[name]
 
     async def summaries(self) -> list[ServerSummary]:
         """Per configured server: tools, resources and prompts, or why it is missing."""
@@ -593,7 +509,7 @@ class McpToolExecutor(ToolExecutor):
                 except ResourceError as exc:
                     errors.append(str(exc))
             return ServerSummary(
-                connection.name, len(connection.tools), resources, prompts, "; ".join(errors) or None
+                connection.name, len(connection.tools()), resources, prompts, "; ".join(errors) or None
             )
 
         return list(await asyncio.gather(*(summary(c) for c in self._configured)))
