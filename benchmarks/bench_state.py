@@ -34,7 +34,7 @@ async def measure(runs: int) -> list[Row]:
     rows: list[Row] = []
     async with CodeMode(NoTools()) as code_mode:
         for size in SIZES:
-            scope = code_mode.thread_scope(f"s{size}")
+            scope = code_mode.scopes.get(f"s{size}")
             build = (
                 f"data = [{{'n': i, 'name': 'item-' + str(i), 'pad': 'x' * 60}} for i in range({size})]\n"
                 "len(data)"
@@ -58,7 +58,7 @@ async def measure(runs: int) -> list[Row]:
             rows.append(
                 Row("restore", f"{label}: next snippet", Stats.of(restores), "not parked", Stats.of(warm))
             )
-            await code_mode.release_thread(f"s{size}")
+            await code_mode.scopes.release(f"s{size}")
     return rows
 
 

@@ -67,7 +67,7 @@ async def measure(runs: int) -> list[Row]:
             if count == 10:
                 for label, template in SNIPPETS.items():
                     code = template.format(tool=tool)
-                    scope_on, scope_off = checked.thread_scope("a"), unchecked.thread_scope("a")
+                    scope_on, scope_off = checked.scopes.get("a"), unchecked.scopes.get("a")
 
                     async def on(scope: ReplScope = scope_on, code: str = code) -> None:
                         assert not (await scope.call_tool("run_code", {"code": code})).is_error
@@ -78,8 +78,8 @@ async def measure(runs: int) -> list[Row]:
                     ours, base = await side_by_side(on, off, runs * 4)
                     rows.append(Row("type check", f"per snippet: {label}", ours, "--no-type-check", base))
                 rss_on, rss_off = (
-                    worker_rss(checked.thread_scope("a")),
-                    worker_rss(unchecked.thread_scope("a")),
+                    worker_rss(checked.scopes.get("a")),
+                    worker_rss(unchecked.scopes.get("a")),
                 )
                 rows.append(
                     Row(
@@ -93,14 +93,14 @@ async def measure(runs: int) -> list[Row]:
             first_off: list[float] = []
             for run in range(runs):
                 for executor, samples in ((checked, first_on), (unchecked, first_off)):
-                    scope = executor.thread_scope(f"new-{run}")
+                    scope = executor.scopes.get(f"new-{run}")
 
                     async def first(scope: ReplScope = scope, tool: str = tool) -> None:
                         code = SNIPPETS["one tool call, result indexed"].format(tool=tool)
                         assert not (await scope.call_tool("run_code", {"code": code})).is_error
 
                     samples.append(await timed_async(first))
-                    await executor.release_thread(f"new-{run}")
+                    await executor.scopes.release(f"new-{run}")
             rows.append(
                 Row(
                     "type check",

@@ -18,7 +18,7 @@ from asyncai.backend import RunResult
 from asyncai.cli import agent_command, blocking, chat
 from asyncai.runtime import Runtime
 from tests.cli.conftest import BIN
-from tests.fakes.executors import FakeToolSource
+from tests.fakes.executors import FakeScopes, FakeToolSource
 from tests.fakes.openai_server import ScriptedOpenAI, text_reply
 
 pytestmark = pytest.mark.anyio
@@ -54,14 +54,14 @@ async def _cancel_mid_run(backend: BlockingBackend, command: Awaitable[int]) -> 
 
 async def test_cancelled_one_shot_stops_its_run() -> None:
     backend = BlockingBackend()
-    runtime = Runtime(backend, FakeToolSource(thread_scopes=True))
+    runtime = Runtime(backend, FakeScopes(FakeToolSource()))
     await _cancel_mid_run(backend, agent_command._one_shot(runtime, "question"))
     assert backend.cancelled
 
 
 async def test_cancelled_jsonl_stops_its_runs() -> None:
     backend = BlockingBackend()
-    runtime = Runtime(backend, FakeToolSource(thread_scopes=True))
+    runtime = Runtime(backend, FakeScopes(FakeToolSource()))
     source = io.StringIO('{"thread": "t1", "text": "question"}\n')
     await _cancel_mid_run(backend, agent_command._jsonl(runtime, source, io.StringIO()))
     assert backend.cancelled
@@ -71,7 +71,7 @@ async def test_cancelled_chat_stops_its_run(monkeypatch: pytest.MonkeyPatch) -> 
     typed: Callable[[str], str] = lambda prompt: "question"  # noqa: E731
     monkeypatch.setattr(blocking, "input", typed, raising=False)
     backend = BlockingBackend()
-    executor = FakeToolSource(thread_scopes=True)
+    executor = FakeScopes(FakeToolSource())
     runtime = Runtime(backend, executor)
     await _cancel_mid_run(backend, chat.Chat(runtime, executor).run())  # type: ignore[arg-type]
     assert backend.cancelled

@@ -149,7 +149,7 @@ async def test_heap_overrun_is_a_memory_error_and_resets_the_repl(code_mode: Cod
 async def test_killed_worker_gives_an_error_that_says_state_was_reset(
     code_mode: CodeMode, fake: FakeExecutor
 ) -> None:
-    scope = code_mode.thread_scope("t")
+    scope = code_mode.scopes.get("t")
     await run(scope, "x = 1")
     pid = await worker_pid(scope)
     fake.on_call = lambda: os.kill(pid, signal.SIGKILL)  # the worker dies while the snippet awaits a tool
@@ -168,21 +168,21 @@ async def test_hung_tool_hits_the_per_call_timeout(code_mode: CodeMode) -> None:
 async def test_state_persists_in_a_scope_restart_clears_it_and_new_scopes_start_empty(
     code_mode: CodeMode,
 ) -> None:
-    scope = code_mode.thread_scope("one")
+    scope = code_mode.scopes.get("one")
     await run(scope, "fetched = await pods()")
     assert (await run(scope, "len(items(fetched))")).content == "10"
-    assert code_mode.thread_scope("one") is scope
-    other = code_mode.thread_scope("two")
+    assert code_mode.scopes.get("one") is scope
+    other = code_mode.scopes.get("two")
     assert "NameError" in (await run(other, "len(fetched['items'])")).content
     restarted = await run(scope, "fetched", restart=True)
     assert restarted.is_error and "NameError" in restarted.content
 
 
 async def test_run_scopes_are_fresh_and_released(code_mode: CodeMode) -> None:
-    first = code_mode.run_scope()
+    first = code_mode.new_scope()
     assert first is not None
     await run(first, "x = 5")
-    second = code_mode.run_scope()
+    second = code_mode.new_scope()
     assert second is not None
     assert "NameError" in (await run(second, "x")).content
     await first.aclose()
@@ -214,7 +214,7 @@ async def test_helpers_and_preimports_are_available(code_mode: CodeMode) -> None
 
 
 async def test_variables_note_lists_what_snippets_bound(code_mode: CodeMode) -> None:
-    scope = code_mode.thread_scope("note")
+    scope = code_mode.scopes.get("note")
     assert scope.context_note() is None
     await run(
         scope,
@@ -244,19 +244,19 @@ async def test_unawaited_call_is_an_error_telling_to_await(code_mode: CodeMode) 
 
 async def test_operator_preamble_runs_in_every_new_scope(fake: FakeExecutor) -> None:
     async with CodeMode(fake, TEST_LIMITS, preamble="KCP = 'dev'\n") as executor:
-        assert (await run(executor.thread_scope("a"), "KCP")).content == "dev"
-        assert (await run(executor.thread_scope("b"), "KCP", restart=True)).content == "dev"
+        assert (await run(executor.scopes.get("a"), "KCP")).content == "dev"
+        assert (await run(executor.scopes.get("b"), "KCP", restart=True)).content == "dev"
 
 
 async def test_more_threads_than_workers_park_and_keep_their_variables(
     code_mode: CodeMode,
 ) -> None:
     for number in range(10):
-        await run(code_mode.thread_scope(f"t{number}"), f"mine = 't{number}'")
+        await run(code_mode.scopes.get(f"t{number}"), f"mine = 't{number}'")
     holders = code_mode._setup.room.holders
     assert len(holders) == 8  # the default --code-max-workers
-    first = code_mode.thread_scope("t0")
+    first = code_mode.scopes.get("t0")
     assert first.parked and first._session is None and first not in holders
     for number in range(10):  # each one is restored in turn, parking another
-        assert (await run(code_mode.thread_scope(f"t{number}"), "mine")).content == f"t{number}"
+        assert (await run(code_mode.scopes.get(f"t{number}"), "mine")).content == f"t{number}"
         assert len(holders) <= 8

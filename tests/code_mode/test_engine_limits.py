@@ -33,7 +33,7 @@ async def test_wall_clock_limit_cancels_in_flight_calls_and_resets(fake: FakeExe
 async def test_cancelled_run_code_stops_its_tool_calls_and_the_scope_recovers(
     code_mode: CodeMode, fake: FakeExecutor
 ) -> None:
-    scope = code_mode.thread_scope("c")
+    scope = code_mode.scopes.get("c")
     started = asyncio.Event()
     fake.on_call = started.set
     task = asyncio.create_task(run(scope, "x = 1\nawait hang()"))
@@ -120,20 +120,18 @@ async def test_accepted_patterns_are_not_refused(code_mode: CodeMode, fake: Fake
 async def test_a_scope_running_a_snippet_is_not_parked_and_idle_ones_are(fake: FakeExecutor) -> None:
     sandbox = SandboxConfig(max_workers=2, checkout_timeout=10.0)
     async with CodeMode(fake, TEST_LIMITS, sandbox=sandbox) as code_mode:
-        busy = code_mode.thread_scope("busy")
+        busy = code_mode.scopes.get("busy")
         started = asyncio.Event()
         fake.on_call = started.set
         running = asyncio.create_task(run(busy, "mine = 'busy'\nawait wait(seconds=0.5)\nmine"))
         await started.wait()
         fake.on_call = None
         for number in range(4):  # they share the one other worker, parking each other
-            assert (await run(code_mode.thread_scope(f"t{number}"), f"x = {number}\nx")).content == str(
-                number
-            )
+            assert (await run(code_mode.scopes.get(f"t{number}"), f"x = {number}\nx")).content == str(number)
             assert busy in code_mode._setup.room.holders and not busy.parked
         assert (await running).content == "busy"
-        assert code_mode.thread_scope("t0").parked
-        assert (await run(code_mode.thread_scope("t0"), "x")).content == "0"
+        assert code_mode.scopes.get("t0").parked
+        assert (await run(code_mode.scopes.get("t0"), "x")).content == "0"
 
 
 async def test_busy_pool_gives_an_error_instead_of_waiting_forever(fake: FakeExecutor) -> None:
@@ -141,9 +139,9 @@ async def test_busy_pool_gives_an_error_instead_of_waiting_forever(fake: FakeExe
     async with CodeMode(fake, TEST_LIMITS, sandbox=sandbox) as code_mode:
         started = asyncio.Event()
         fake.on_call = started.set
-        running = asyncio.create_task(run(code_mode.thread_scope("a"), "await wait(seconds=1.5)"))
+        running = asyncio.create_task(run(code_mode.scopes.get("a"), "await wait(seconds=1.5)"))
         await started.wait()
-        output = await run(code_mode.thread_scope("b"), "1")
+        output = await run(code_mode.scopes.get("b"), "1")
         await running
     assert output.is_error and output.content.startswith("error: could not start the sandbox")
     assert "every sandbox worker (1) stayed busy running snippets for 0.5 s" in output.content
@@ -156,7 +154,7 @@ async def test_more_concurrent_threads_than_workers_all_get_one(fake: FakeExecut
     async with CodeMode(fake, TEST_LIMITS, sandbox=sandbox) as code_mode:
 
         async def thread(number: int) -> str:
-            scope = code_mode.thread_scope(f"t{number}")
+            scope = code_mode.scopes.get(f"t{number}")
             with scope.hold():
                 return (await run(scope, f"{number} * 2")).content
 
@@ -177,7 +175,7 @@ async def test_a_long_lived_repl_stops_type_checking(
     a scope runs them unchecked (the host still validates every call)."""
     monkeypatch.setattr(repl, "TYPE_CHECKED_SNIPPETS", 2)
     async with CodeMode(fake, TEST_LIMITS) as code_mode:
-        scope = code_mode.thread_scope("long")
+        scope = code_mode.scopes.get("long")
         first = await run(scope, "await wait(tag='x')")
         await run(scope, "1")  # names no tool function: not checked, not counted
         await run(scope, "await wait(seconds=0)")
@@ -198,11 +196,11 @@ async def test_a_snippet_cancelled_while_it_gets_a_worker_leaks_nothing(fake: Fa
             await asyncio.Event().wait()  # until cancelled
 
         code_mode.sandbox.checkout = stuck_checkout  # type: ignore[method-assign,assignment]
-        task = asyncio.create_task(run(code_mode.thread_scope("a"), "1"))
+        task = asyncio.create_task(run(code_mode.scopes.get("a"), "1"))
         await checking_out.wait()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         assert room._reserved == 0 and not room.holders
         code_mode.sandbox.checkout = real_checkout  # type: ignore[method-assign]
-        assert (await run(code_mode.thread_scope("b"), "2")).content == "2"
+        assert (await run(code_mode.scopes.get("b"), "2")).content == "2"

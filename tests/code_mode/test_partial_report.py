@@ -36,7 +36,7 @@ async def test_a_wall_clock_abort_reports_two_finished_calls_and_one_in_flight(f
 async def test_a_worker_killed_mid_snippet_reports_the_call_it_cut_off(
     code_mode: CodeMode, fake: FakeExecutor
 ) -> None:
-    scope = code_mode.thread_scope("t")
+    scope = code_mode.scopes.get("t")
     pid = await worker_pid(scope)
 
     def kill_on_third_call() -> None:

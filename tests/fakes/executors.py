@@ -1,7 +1,8 @@
 """An in-memory ``ToolSource`` for tests: records calls, returns canned outputs, offers scopes.
 
     executor = FakeToolSource(outputs=[ToolCallOutput("42", audit={"nested_calls": [...]})])
-    executor = FakeToolSource(handler=lambda scope, name, args: ToolCallOutput(...), thread_scopes=True)
+    executor = FakeToolSource(handler=lambda scope, name, args: ToolCallOutput(...))
+    runtime = Runtime(backend, FakeScopes(executor))  # one child source per thread
 
 Every scope shares the root's :class:`CallLog`, so ``executor.log.calls`` sees all calls with the
 scope that ran them, and ``executor.log.max_active`` reports how many calls overlapped. Set
@@ -13,11 +14,13 @@ instead of hanging.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from asyncai.state.stores import StateLoad
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 
 RUN_CODE = ToolDefinition(
@@ -96,8 +99,6 @@ class FakeToolSource(ToolSource):
         handler: Handler | None = None,
         *,
         outputs: list[ToolCallOutput] | None = None,
-        thread_scopes: bool = False,
-        run_scopes: bool = False,
         note: str | None = None,
         concurrency_gate: int | None = None,
         name: str = "root",
@@ -107,8 +108,6 @@ class FakeToolSource(ToolSource):
         self._tools = list(tools) if tools is not None else [RUN_CODE]
         self.handler = handler
         self.outputs = list(outputs or [])
-        self.thread_scopes = thread_scopes
-        self.run_scopes = run_scopes
         self.note = note
         self.name = name
         self.log = log or CallLog(gate=concurrency_gate)
@@ -121,29 +120,12 @@ class FakeToolSource(ToolSource):
     def tools(self) -> list[ToolDefinition]:
         return list(self._tools)
 
-    def _child(self, name: str) -> FakeToolSource:
+    def child(self, name: str) -> FakeToolSource:
         child = FakeToolSource(
             self._tools, self.handler, note=self.note, name=name, log=self.log, parent=self
         )
         child.outputs = self.outputs  # canned outputs are shared by every scope
         return child
-
-    def thread_scope(self, thread_id: str) -> ToolSource | None:
-        if not self.thread_scopes:
-            return None
-        if thread_id not in self.scopes:
-            self.scopes[thread_id] = self._child(f"thread:{thread_id}")
-        return self.scopes[thread_id]
-
-    def run_scope(self) -> ToolSource | None:
-        if not self.run_scopes:
-            return None
-        scope = self._child(f"run:{len(self.run_scopes_made) + 1}")
-        self.run_scopes_made.append(scope)
-        return scope
-
-    def context_note(self) -> str | None:
-        return self.note
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput:
         self.log.calls.append(RecordedCall(self.name, name, dict(arguments)))
@@ -165,3 +147,35 @@ class FakeToolSource(ToolSource):
 
     async def aclose(self) -> None:
         self.closed = True
+
+
+@dataclass(frozen=True)
+class FakeUse:
+    scope: FakeToolSource
+    state: StateLoad = "none"
+    note: str | None = None
+
+
+class FakeScopes:
+    """The runtime's ``ScopeProvider`` over a ``FakeToolSource``: one child source per thread
+    (kept in ``root.scopes``), or with ``per_run`` a fresh child per run (``root.run_scopes_made``),
+    closed after it. Each use carries the root's ``note``."""
+
+    def __init__(self, root: FakeToolSource, *, per_run: bool = False) -> None:
+        self.root = root
+        self.per_run = per_run
+
+    @contextlib.asynccontextmanager
+    async def use(self, key: str | None, *, saved_as: str | None = None) -> AsyncIterator[FakeUse]:
+        root = self.root
+        if self.per_run or key is None:
+            scope = root.child(f"run:{len(root.run_scopes_made) + 1}")
+            root.run_scopes_made.append(scope)
+            try:
+                yield FakeUse(scope, note=root.note)
+            finally:
+                await scope.aclose()
+            return
+        if key not in root.scopes:
+            root.scopes[key] = root.child(f"thread:{key}")
+        yield FakeUse(root.scopes[key], note=root.note)

@@ -73,7 +73,7 @@ VALID = [
 async def test_valid_snippets_all_pass_the_check(ro: McpServers) -> None:
     async with CodeMode(ro) as code_mode:
         assert code_mode.sandbox.config.type_check
-        scope = code_mode.thread_scope("corpus")
+        scope = code_mode.scopes.get("corpus")
         for code in VALID:
             output = await scope.call_tool("run_code", {"code": code})
             assert REJECTED not in output.content, f"{code}\n--> {output.content}"

@@ -19,7 +19,7 @@ from asyncai.backend import (
 )
 from asyncai.runtime import RunReply, RunRequest, Runtime
 from asyncai.tools.types import ToolCallOutput, ToolSource
-from tests.fakes.executors import FakeToolSource
+from tests.fakes.executors import FakeScopes, FakeToolSource
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
 
 pytestmark = pytest.mark.anyio
@@ -72,8 +72,8 @@ class FakeBackend:
 
 async def test_threads_keep_history_and_scope() -> None:
     backend = FakeBackend()
-    executor = FakeToolSource(thread_scopes=True, note="[vars: x]")
-    runtime = Runtime(backend, executor)
+    executor = FakeToolSource(note="[vars: x]")
+    runtime = Runtime(backend, FakeScopes(executor))
     first = await runtime.submit(RunRequest("t1", "hello"))
     second = await runtime.submit(RunRequest("t1", "again"))
     other = await runtime.submit(RunRequest("t2", "elsewhere"))
@@ -95,8 +95,8 @@ async def test_threads_keep_history_and_scope() -> None:
 
 async def test_run_scope_is_fresh_per_run_and_closed() -> None:
     backend = FakeBackend()
-    executor = FakeToolSource(run_scopes=True)
-    runtime = Runtime(backend, executor)
+    executor = FakeToolSource()
+    runtime = Runtime(backend, FakeScopes(executor, per_run=True))
     await runtime.submit(RunRequest("t", "a"))
     await runtime.submit(RunRequest("t", "b"))
     first, second = executor.run_scopes_made
@@ -123,7 +123,7 @@ async def test_two_threads_run_concurrently() -> None:
         await asyncio.wait_for(started[other].wait(), WAIT)
         return f"done {me}"
 
-    runtime = Runtime(FakeBackend(hook), FakeToolSource(thread_scopes=True))
+    runtime = Runtime(FakeBackend(hook), FakeScopes(FakeToolSource()))
     replies = await asyncio.gather(runtime.submit(RunRequest("a", "x")), runtime.submit(RunRequest("b", "y")))
     assert [r.reply for r in replies] == ["done a", "done b"]
 
@@ -140,7 +140,7 @@ async def test_busy_thread_coalesces_queued_messages_into_one_run() -> None:
 
     delivered: list[RunReply] = []
     backend = FakeBackend(hook)
-    runtime = Runtime(backend, FakeToolSource(thread_scopes=True), on_reply=delivered.append)
+    runtime = Runtime(backend, FakeScopes(FakeToolSource()), on_reply=delivered.append)
     first = runtime.post(RunRequest("t", "first"))
     await asyncio.wait_for(first_started.wait(), WAIT)
     assert runtime.busy("t")
@@ -232,7 +232,7 @@ async def test_runtime_with_real_backend_keeps_thread_history_and_repl_scope() -
         scope.state["runs"] = scope.state.get("runs", 0) + 1
         return ToolCallOutput(str(scope.state["runs"]))
 
-    executor = FakeToolSource(handler=handler, thread_scopes=True)
+    executor = FakeToolSource(handler=handler)
     script = [
         tool_reply(call("run_code", {"code": "x = 1"})),
         text_reply("stored x"),
@@ -242,7 +242,7 @@ async def test_runtime_with_real_backend_keeps_thread_history_and_repl_scope() -
     with ScriptedOpenAI(script) as server:
         config = BackendConfig(base_url=server.base_url, model="m", system_prompt="SYS", backoff_base=0.001)
         async with OpenAiCompatibleBackend(config) as backend:
-            runtime = Runtime(backend, executor)
+            runtime = Runtime(backend, FakeScopes(executor))
             first = await runtime.submit(RunRequest("t1", "store x"))
             second = await runtime.submit(RunRequest("t1", "what is x?"))
     assert (first.reply, second.reply) == ("stored x", "x is 1")

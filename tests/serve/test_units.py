@@ -1,5 +1,5 @@
-"""serve-mcp's pure parts and small shells, without a client process: session scopes and their idle
-expiry, the bind checks, the approval text, and the wall clock's pause."""
+"""serve-mcp's pure parts and small shells, without a client process: the bind checks, the approval
+text, and the wall clock's pause."""
 
 from __future__ import annotations
 
@@ -8,39 +8,10 @@ import asyncio
 import pytest
 
 from asyncai.approvals.gate import ApprovalRequest
-from asyncai.code_mode import CodeMode, CodeModeLimits
 from asyncai.code_mode.engine.clock import WallClock
 from asyncai.serve.http import BindError, HttpOptions, check_bind, is_loopback
-from asyncai.serve.scopes import SessionScopes
-from tests.code_mode.conftest import FakeExecutor
 
 pytestmark = pytest.mark.anyio
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-async def test_idle_sessions_are_released_and_busy_ones_are_kept() -> None:
-    clock = Clock()
-    async with CodeMode(FakeExecutor(), CodeModeLimits()) as executor:
-        scopes = SessionScopes(executor, idle_timeout=60, clock=clock)
-        first = await scopes.scope("a")
-        await first.call_tool("run_code", {"code": "x = 1"})
-        busy = await scopes.scope("b")
-        clock.now += 61
-        with busy.hold():  # a running snippet keeps its session
-            await scopes.scope("c")
-        assert set(executor.idle_threads()) == {"b", "c"}  # "a" went, with its worker
-        again = await scopes.scope("a")
-        result = await again.call_tool("run_code", {"code": "x"})
-        notes = [scopes.changed_note("b", note) for note in ("[vars: x]", "[vars: x]", None, "[vars: y]")]
-    assert result.is_error and "NameError" in result.content
-    assert notes == ["[vars: x]", None, None, "[vars: y]"]  # passed on only when it changed
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"])

@@ -124,7 +124,7 @@ async def run(settings: Settings) -> int:
         backend = await closing.enter_async_context(
             OpenAiCompatibleBackend(config, activity=activity or QUIET)
         )
-        runtime = Runtime(backend, executor, sessions=recorder)
+        runtime = Runtime(backend, executor.scopes, sessions=recorder)
         try:
             if jsonl:
                 return await _jsonl(runtime, sys.stdin, sys.stdout)

@@ -144,7 +144,7 @@ class Chat:
             self.thread = new_thread_id()
             say("(new thread)")
         elif command == "/restart":
-            scope = self.executor.thread_scope(self.thread)
+            scope = self.executor.scopes.get(self.thread)
             await scope.call_tool("run_code", {"code": "None", "restart": True})
             session = self.runtime.session(self.thread)
             if session is not None:  # or a resume would bring the cleared variables back
@@ -156,7 +156,7 @@ class Chat:
             inner = self.executor.inner
             say(await listing(inner) if isinstance(inner, McpServers) else NO_SERVERS)
         elif command == "/vars":
-            variables = self.executor.thread_scope(self.thread).variables()
+            variables = self.executor.scopes.get(self.thread).variables()
             say(
                 "\n".join(f"  {v.describe()}" for v in variables)
                 or "(no variables in this thread's REPL yet)"

@@ -1,9 +1,9 @@
-"""``CodeMode``: wraps any executor so that the model sees exactly one tool, ``run_code``."""
+"""``CodeMode``: wraps tool sources so that the model sees exactly one tool, ``run_code``."""
 
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 from asyncai.activity import QUIET, Activity
@@ -15,21 +15,26 @@ from asyncai.code_mode.engine.repl import ReplScope, ScopeSetup
 from asyncai.code_mode.limits import CodeModeLimits
 from asyncai.code_mode.sandbox.sandboxes import Sandbox, SandboxConfig
 from asyncai.code_mode.sandbox.workers import WorkerRoom
+from asyncai.code_mode.scopes import ReplScopes
 from asyncai.state.stores import StateStore
+from asyncai.tools.routing import RoutedTools
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolsChangedListener, ToolSource
 
 
 class CodeMode(ToolSource):
-    """Every inner tool becomes an ``async def`` in the sandbox; ``tools()`` is ``[run_code]``.
+    """Code mode over tool sources: every tool becomes an ``async def`` in the sandbox, and the
+    model sees one tool, ``run_code``.
 
-    ``call_tool`` uses one shared default scope; ``run_scope()`` gives a fresh REPL for one run and
-    ``thread_scope(id)`` one REPL per conversation thread. Threads are an LRU of 8: the least
-    recently used idle scope is closed when a ninth appears (a scope held by a running run waits).
+    ``tools`` is one source or several (MCP servers, Python functions; routed by ``RoutedTools``,
+    the first to declare a name wins it). ``call_tool`` runs snippets in one shared REPL;
+    ``scopes`` keeps one REPL per conversation (``scopes.use(key)``), and ``new_scope()`` makes a
+    REPL of its own. Use as ``async with CodeMode(...) as code_mode``: closing it stops every
+    sandbox worker; the tool sources belong to whoever opened them.
     """
 
     def __init__(
         self,
-        inner: ToolSource,
+        tools: ToolSource | Sequence[ToolSource],
         limits: CodeModeLimits | None = None,
         sandbox: SandboxConfig | None = None,
         preamble: str | None = None,
@@ -38,7 +43,9 @@ class CodeMode(ToolSource):
         state_store: StateStore | None = None,
         activity: Activity = QUIET,
     ) -> None:
+        inner = tools if isinstance(tools, ToolSource) else RoutedTools(tools)
         self.inner = inner
+        """The tools snippets call."""
         self.limits = limits or CodeModeLimits()
         inner_tools = inner.tools()
         self.catalog = build_catalog(inner_tools)
@@ -57,7 +64,8 @@ class CodeMode(ToolSource):
             activity=activity,
         )
         self._default = ReplScope(self._setup)
-        self._threads: OrderedDict[str, ReplScope] = OrderedDict()
+        self.scopes = ReplScopes(self)
+        """One REPL per conversation key (the agent's threads; an embedder's conversations)."""
         self._listeners: list[ToolsChangedListener] = []
         inner.on_tools_changed(self._inner_tools_changed)
 
@@ -96,28 +104,15 @@ class CodeMode(ToolSource):
         return await self._default.call_tool(name, arguments)
 
     def context_note(self) -> str | None:
+        """The variables note of the shared REPL ``call_tool`` uses."""
         return self._default.context_note()
 
-    def run_scope(self) -> ReplScope:
+    def new_scope(self) -> ReplScope:
+        """A REPL of its own (closed with ``aclose``, or when the code mode closes)."""
         return ReplScope(self._setup)
 
-    def thread_scope(self, thread_id: str) -> ReplScope:
-        scope = self._threads.pop(thread_id, None) or ReplScope(self._setup)
-        self._threads[thread_id] = scope
-        return scope
-
-    async def release_thread(self, thread_id: str) -> None:
-        """Close a thread's REPL now (its conversation ended); a later use starts a fresh one."""
-        scope = self._threads.pop(thread_id, None)
-        if scope is not None:
-            await scope.aclose()
-
-    def idle_threads(self) -> list[str]:
-        """Threads whose REPL is not running a snippet, least recently used first."""
-        return [thread for thread, scope in self._threads.items() if not scope.busy]
-
     async def aclose(self) -> None:
-        """Close every scope that holds a worker (thread, per-run or released ones too), then the pool."""
-        self._threads.clear()
+        """Close every scope that holds a worker, then the worker pool."""
+        await self.scopes.aclose()
         await asyncio.gather(*(scope.aclose() for scope in [*self._setup.room.holders]))
         await self.sandbox.aclose()

@@ -5,9 +5,12 @@ from asyncai.runtime.runtime import (
     RunBackend,
     RunReply,
     RunRequest,
+    RunScope,
     Runtime,
+    ScopeProvider,
     Session,
     SessionFactory,
+    SharedScope,
     coalesce,
 )
 
@@ -16,8 +19,11 @@ __all__ = [
     "RunBackend",
     "RunReply",
     "RunRequest",
+    "RunScope",
     "Runtime",
+    "ScopeProvider",
     "Session",
     "SessionFactory",
+    "SharedScope",
     "coalesce",
 ]

@@ -10,9 +10,9 @@
   the session's loaded history starts the thread, its one-time note (the sandbox was restarted)
   goes into the first run, and every run's messages are recorded as they happen. A failed run's
   records stay in the file, off the chain the next run continues.
-* Each run uses ``executor.thread_scope(thread_id)`` when the executor has one, else a fresh
-  ``executor.run_scope()`` (closed after the run), else the executor itself; the scope's
-  ``context_note()`` goes into the run's newest user message.
+* Each run holds its thread's scope (``scopes.use(thread_id)``: code mode's REPL of the thread,
+  taken up from the session's saved state on the thread's first run and saved after each run);
+  the scope's variables note goes into the run's newest user message.
 * Run numbers are per runtime: 1, 2, 3, ... in the order runs start, across all threads.
 * A failed run (model server down, anything else) produces a reply with ``error`` set; the
   runtime and the thread stay usable, and the failed exchange does not enter the history.
@@ -25,17 +25,20 @@ per run, which is what a JSONL channel wants: one output line per run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from asyncai.backend.config import Message
 from asyncai.backend.harness import SessionHarness
 from asyncai.log import log_event
-from asyncai.tools.types import StateLoad, ToolSource
+from asyncai.state.stores import StateLoad
+from asyncai.tools.types import ToolSource
 
 if TYPE_CHECKING:
     from asyncai.backend.openai import RunResult
@@ -96,6 +99,50 @@ class RunBackend(Protocol):
     ) -> RunResult: ...
 
 
+class RunScope(Protocol):
+    """The tools one run uses, held for the run (``code_mode.scopes.ScopeUse``)."""
+
+    @property
+    def scope(self) -> ToolSource: ...
+
+    @property
+    def state(self) -> StateLoad:
+        """What became of the thread's saved state ("none" when nothing was saved)."""
+        ...
+
+    @property
+    def note(self) -> str | None:
+        """A note for the run's user message (the variables the REPL holds)."""
+        ...
+
+
+class ScopeProvider(Protocol):
+    """Where runs get their tools: one scope per thread (``ReplScopes``), or one source for all
+    (``SharedScope``)."""
+
+    def use(
+        self, key: str | None, *, saved_as: str | None = None
+    ) -> AbstractAsyncContextManager[RunScope]: ...
+
+
+@dataclass(frozen=True)
+class _SharedUse:
+    scope: ToolSource
+    state: StateLoad = "none"
+    note: str | None = None
+
+
+class SharedScope:
+    """Every thread uses the same tool source, with nothing kept per thread."""
+
+    def __init__(self, tools: ToolSource) -> None:
+        self.tools = tools
+
+    @contextlib.asynccontextmanager
+    async def use(self, key: str | None, *, saved_as: str | None = None) -> AsyncIterator[_SharedUse]:
+        yield _SharedUse(self.tools)
+
+
 class Session(SessionHarness, Protocol):
     """A thread's recorded session: the harness plus what the runtime needs around each run."""
 
@@ -136,8 +183,6 @@ class _Thread:
     history: list[Message] = field(default_factory=list)
     pending: list[_Pending] = field(default_factory=list)
     worker: asyncio.Task[None] | None = None
-    state: StateLoad | None = None
-    """What became of the session's saved REPL (``None``: not looked for yet)."""
 
 
 def coalesce(texts: Sequence[str]) -> str:
@@ -146,18 +191,19 @@ def coalesce(texts: Sequence[str]) -> str:
 
 
 class Runtime:
-    """Conversation threads over a backend and a tool executor."""
+    """Conversation threads over a backend; each run takes its tools from ``scopes`` (a plain tool
+    source is shared by every thread)."""
 
     def __init__(
         self,
         backend: RunBackend,
-        executor: ToolSource,
+        scopes: ScopeProvider | ToolSource,
         *,
         on_reply: ReplyCallback | None = None,
         sessions: SessionFactory | None = None,
     ) -> None:
         self.backend = backend
-        self.executor = executor
+        self.scopes: ScopeProvider = SharedScope(scopes) if isinstance(scopes, ToolSource) else scopes
         self.on_reply = on_reply
         self.sessions = sessions
         self._threads: dict[str, _Thread] = {}
@@ -279,31 +325,23 @@ class Runtime:
         run = self._runs
         user_text = coalesce(texts)
         log_event("runtime.run_start", thread=thread.thread_id, run=run, messages=len(texts))
-        run_scope: ToolSource | None = None
         session = thread.session
         session_id = session.session_id if session is not None else None
         ok = False
         try:
-            scope = self.executor.thread_scope(thread.thread_id)
-            if scope is None:
-                scope = run_scope = self.executor.run_scope()
-            if scope is None:
-                scope = self.executor
             if session is not None:
                 session.begin_run()
-            if session is not None and thread.state is None:
-                thread.state = await scope.load_state(session.session_id)  # taken up once
             try:
-                with scope.hold():  # the thread's REPL is not released while this run uses it
+                async with self.scopes.use(thread.thread_id, saved_as=session_id) as use:
                     # Restored variables make the "sandbox restarted" note untrue; the variables
                     # note then says what is still there.
-                    restored = thread.state == "restored"
+                    restored = use.state == "restored"
                     restart = session.note() if session is not None and not restored else None
-                    notes = [restart, scope.context_note()]
+                    notes = [restart, use.note]
                     result = await self.backend.run(
                         history=list(thread.history),
                         user_text=user_text,
-                        executor=scope,
+                        executor=use.scope,
                         note="\n".join(note for note in notes if note) or None,
                         thread_id=thread.thread_id,
                         run_id=run,
@@ -312,12 +350,7 @@ class Runtime:
                 ok = True
             finally:
                 if session is not None:
-                    task = asyncio.current_task()
-                    if task is None or not task.cancelling():  # a cancelled run's REPL was reset
-                        await scope.save_state(session.session_id)
                     session.end_run(ok)
-                if run_scope is not None:
-                    await run_scope.aclose()
         except Exception as exc:
             message = str(exc) or type(exc).__name__
             # The reply carries the error to whoever asked; the log line is for --verbose.

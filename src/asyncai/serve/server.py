@@ -24,9 +24,9 @@ from mcp.server.stdio import stdio_server
 
 from asyncai.code_mode import CodeMode
 from asyncai.code_mode.catalog.stubs import RUN_CODE
+from asyncai.code_mode.scopes import ReplScopes
 from asyncai.log import log_event
 from asyncai.serve.approval import ElicitationApprover
-from asyncai.serve.scopes import DEFAULT_IDLE_TIMEOUT, SessionScopes
 from asyncai.serve.shared import SessionBusy, SharedSessions, state_key
 from asyncai.tools.mcp.results import mcp_result, mcp_tool
 from asyncai.tools.types import ToolCallOutput
@@ -45,6 +45,8 @@ RUN_CODE_OUTPUT_SCHEMA: dict[str, Any] = {
     },
     "required": ["result", "nested_calls"],
 }
+DEFAULT_IDLE_TIMEOUT = 30 * 60.0
+"""A session's REPL is closed after this long without a call (the SDK's HTTP session default)."""
 INSTRUCTIONS = (
     "run_code runs Python that calls the wrapped MCP tools as async functions: fetch, filter and "
     "return only what the answer needs, in one call."
@@ -80,7 +82,8 @@ class CodeModeServer:
         """Runs of one shared session on this instance, one after the other (each then takes the
         Redis lease, whose wait is bounded)."""
         self.expose_direct = expose_direct
-        self.scopes = SessionScopes(executor, idle_timeout)
+        self.scopes = ReplScopes(executor, idle_timeout=idle_timeout)
+        """One REPL per client session, closed after ``idle_timeout`` without a call."""
         self._clients: dict[str, ServerSession] = {}
         """The session of each client with a REPL key, for ``tools/list_changed``."""
         executor.on_tools_changed(self._tools_changed)
@@ -119,6 +122,7 @@ class CodeModeServer:
         """A client session ended: its REPL and worker go now."""
         self._clients.pop(key, None)
         await self.scopes.release(key)
+        log_event("serve.session_released", session=key)
 
     async def _tools_changed(self) -> None:
         """A wrapped server's tools changed: every client with a session re-reads the list."""
@@ -145,20 +149,12 @@ class CodeModeServer:
     ) -> mt.CallToolResult:
         approver = ElicitationApprover(ctx.session, ctx.request_id)
         key = self._remember(ctx)
-        if key is None:
-            scope = self.executor.run_scope()
-            try:
-                output = await scope.call_tool(RUN_CODE, arguments, approver=approver)
-            finally:
-                await scope.aclose()
-            note = None
-        elif self.shared is not None and key.startswith(HTTP_PREFIX):
+        if self.shared is not None and key is not None and key.startswith(HTTP_PREFIX):
             output, note = await self._run_shared(key, arguments, approver)
         else:
-            scope = await self.scopes.scope(key)
-            with scope.hold():
-                output = await scope.call_tool(RUN_CODE, arguments, approver=approver)
-            note = self.scopes.changed_note(key, scope.context_note())
+            async with self.scopes.use(key) as use:
+                output = await use.scope.call_tool(RUN_CODE, arguments, approver=approver)
+            note = self.scopes.note_if_changed(key, use.scope.context_note()) if key is not None else None
         text = f"{output.content}\n\n{note}" if note else output.content
         audit = (output.audit or {}).get("nested_calls", [])
         log_event("serve.run_code", session=key, is_error=output.is_error, nested_calls=len(audit))
@@ -182,20 +178,15 @@ class CodeModeServer:
         async with queue:
             try:
                 async with self.shared.lease(session_id) as lease:
-                    scope = await self.scopes.scope(key)
-                    with scope.hold():
-                        synced = lease.held and await scope.sync_state(state_key(session_id))
-                        if synced:  # the note of what was taken up went out from where it was saved
-                            self.scopes.changed_note(key, scope.context_note())
-                        output = await scope.call_tool(RUN_CODE, arguments, approver=approver)
-                        if synced and not lease.lost:
-                            await scope.save_state(state_key(session_id))
-                            await self.shared.touch(session_id)
-                        elif synced:
-                            scope.forget_stamp()
+                    saved_as = state_key(session_id) if lease.held else None
+                    usable = lambda: not lease.lost  # noqa: E731 (read when the run ends)
+                    async with self.scopes.use(key, saved_as=saved_as, shared=True, may_save=usable) as use:
+                        output = await use.scope.call_tool(RUN_CODE, arguments, approver=approver)
+                    if saved_as is not None and not lease.lost:
+                        await self.shared.touch(session_id)
             except SessionBusy as exc:
                 return ToolCallOutput.error(f"error: {exc}"), None
-        return output, self.scopes.changed_note(key, scope.context_note())
+        return output, self.scopes.note_if_changed(key, use.scope.context_note())
 
 
 async def serve_stdio(server: CodeModeServer) -> None:

@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from asyncai.humanize import one_line
 
@@ -39,6 +39,10 @@ SUFFIX = ".repl"
 """A saved scope's file name ends so (``*.scope`` files, from before stamps, only expire)."""
 FORMAT = 1
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+StateLoad = Literal["restored", "none", "discarded"]
+"""``load_state``: the state was taken up, there was none, or it was unusable and dropped."""
 
 
 class StateDiscarded(Exception):

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import abc
-import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -80,41 +79,15 @@ class DuplicateTool:
 ToolsChangedListener = Callable[[], Awaitable[None]]
 
 
-StateLoad = Literal["restored", "none", "discarded"]
-"""``load_state``: the state was taken up, there was none, or it was unusable and dropped."""
-
-
 class ToolSource(abc.ABC):
-    """Runs tool calls. ``tools()`` is fixed for the executor's life.
-
-    The scope methods let an executor keep per-run or per-thread state (code mode keeps a REPL
-    there); they return ``None`` when the executor has no such state.
-    """
+    """A source of tools: it lists them, calls them, offers resources, says when its tools
+    changed, and closes. MCP servers, Python functions and code mode itself are tool sources."""
 
     @abc.abstractmethod
     def tools(self) -> list[ToolDefinition]: ...
 
     @abc.abstractmethod
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput: ...
-
-    def run_scope(self) -> ToolSource | None:
-        """An executor for one backend run, or ``None`` to use this one."""
-        return None
-
-    def thread_scope(self, thread_id: str) -> ToolSource | None:
-        """An executor for one conversation thread, or ``None`` to use this one."""
-        return None
-
-    def context_note(self) -> str | None:
-        """A note for the newest user message of the next run (ADR A11)."""
-        return None
-
-    async def load_state(self, key: str) -> StateLoad:
-        """Take up the state saved under ``key`` (a session id) before the first call, if any."""
-        return "none"
-
-    async def save_state(self, key: str) -> None:
-        """Save the executor's state under ``key`` (when a run ends), if it keeps any."""
 
     def resource_servers(self) -> list[str]:
         """Names of the servers that offer MCP resources (the ``resources`` capability)."""
@@ -137,10 +110,6 @@ class ToolSource(abc.ABC):
     def on_tools_changed(self, listener: ToolsChangedListener) -> None:
         """Call ``listener`` after ``tools()`` changed (a server sent ``tools/list_changed``).
         Executors whose tools never change ignore it."""
-
-    def hold(self) -> contextlib.AbstractContextManager[None]:
-        """Marks a scope in use for a whole run, so its owner does not release it mid-run."""
-        return contextlib.nullcontext()
 
     async def aclose(self) -> None:
         """Release what the executor holds (processes, sessions)."""

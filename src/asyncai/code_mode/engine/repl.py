@@ -41,8 +41,8 @@ from asyncai.code_mode.sandbox.sandboxes import Sandbox, release
 from asyncai.code_mode.sandbox.workers import NoWorker, WorkerRoom
 from asyncai.humanize import count, one_line, seconds
 from asyncai.log import log_event
-from asyncai.state.stores import SavedScope, StateDiscarded, StateStore, pack, unpack
-from asyncai.tools.types import StateLoad, ToolCallOutput, ToolDefinition, ToolSource
+from asyncai.state.stores import SavedScope, StateDiscarded, StateLoad, StateStore, pack, unpack
+from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 
 STORE_TIMEOUT = 10.0
 """Seconds any state-store call may take before it counts as failed."""
