@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from asyncai.wording import setting
+
 MutationPolicy = Literal["allow", "ask", "deny"]
 """``--mutations``: what a nested call to a tool that may change the world needs ."""
 MUTATION_POLICIES: tuple[MutationPolicy, ...] = ("allow", "ask", "deny")
@@ -61,12 +63,16 @@ class Approver(Protocol):
     async def approve(self, request: ApprovalRequest) -> Approval: ...
 
 
-DENIED = Approval(False, "mutating calls are denied here (--mutations deny)")
-NOBODY_TO_ASK = Approval(
-    False,
-    "mutating calls need approval (--mutations ask) and there is no one to ask here (no terminal); "
-    "run with --mutations allow to let them run",
-)
+def denied() -> Approval:
+    return Approval(False, f"mutating calls are denied here ({setting('mutations', 'deny')})")
+
+
+def nobody_to_ask() -> Approval:
+    return Approval(
+        False,
+        f"mutating calls need approval ({setting('mutations', 'ask')}) and there is no one to ask here "
+        f"(no terminal); run with {setting('mutations', 'allow')} to let them run",
+    )
 
 
 @dataclass
@@ -88,9 +94,9 @@ class MutationGate:
         if self.open:
             return Approval(True)
         if self.policy == "deny":
-            return DENIED
+            return denied()
         if self.approver is None:
-            return NOBODY_TO_ASK
+            return nobody_to_ask()
         async with self._asking:
             if self.rest_allowed:
                 return Approval(True)

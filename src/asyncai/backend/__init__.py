@@ -20,9 +20,10 @@ from asyncai.lazy import lazy_exports
 if TYPE_CHECKING:
     from asyncai.backend.openai import ModelServerError, OpenAiCompatibleBackend, RunResult
 
-__getattr__ = lazy_exports(
-    __name__, {"ModelServerError": "openai", "OpenAiCompatibleBackend": "openai", "RunResult": "openai"}
-)
+if not TYPE_CHECKING:  # the type checker sees the imports above, and no attribute it does not know
+    __getattr__ = lazy_exports(
+        __name__, {"ModelServerError": "openai", "OpenAiCompatibleBackend": "openai", "RunResult": "openai"}
+    )
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",

@@ -35,6 +35,7 @@ from asyncai.cli.settings import Settings, UsageError, resolve
 from asyncai.code_mode import SandboxConfigError
 from asyncai.log import configure_logging
 from asyncai.tools import ConfigError, ServerStartError
+from asyncai.wording import use_flags
 
 Command = Callable[[Settings], Awaitable[int]]
 SUBCOMMANDS: dict[str, Command] = {
@@ -79,7 +80,20 @@ async def _dispatch(settings: Settings) -> int:
     return await command(settings)
 
 
+FLAGS = {
+    "mutations": "--mutations",
+    "kind": "--code-sandbox",
+    "monty_url": "--monty-url",
+    "max_state": "--code-max-state",
+    "location": "--state-store",
+    "command_line": "--mcp-stdio command",
+    "url": "--mcp-http URL",
+}
+"""How messages from the library name its settings on the command line."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    use_flags(FLAGS)
     try:
         with terminal.preserved(sys.stdin):
             settings = parse_settings(sys.argv[1:] if argv is None else argv)

@@ -9,7 +9,8 @@ from asyncai.lazy import lazy_exports
 if TYPE_CHECKING:
     from asyncai.code_mode.executor import CodeMode
 
-__getattr__ = lazy_exports(__name__, {"CodeMode": "executor"})
+if not TYPE_CHECKING:  # the type checker sees the imports above, and no attribute it does not know
+    __getattr__ = lazy_exports(__name__, {"CodeMode": "executor"})
 
 __all__ = [
     "SANDBOX_KINDS",

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from asyncai.humanize import one_line
+from asyncai.wording import setting
 
 MAGIC = b"asyncai-scope\n"
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
@@ -286,5 +287,5 @@ def open_store(location: str | None, ttl: float) -> StateStore:
         try:
             return RedisStore(location, ttl)
         except ValueError as exc:
-            raise StateStoreError(f"--state-store {location}: {exc}") from None
+            raise StateStoreError(f"{setting('location', location)}: {exc}") from None
     return DirectoryStore(Path(location).expanduser(), ttl)

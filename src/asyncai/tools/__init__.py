@@ -30,7 +30,8 @@ from asyncai.tools.types import (
 if TYPE_CHECKING:
     from asyncai.tools.mcp.client import McpServers, ServerSummary
 
-__getattr__ = lazy_exports(__name__, {"McpServers": "mcp.client", "ServerSummary": "mcp.client"})
+if not TYPE_CHECKING:  # the type checker sees the imports above, and no attribute it does not know
+    __getattr__ = lazy_exports(__name__, {"McpServers": "mcp.client", "ServerSummary": "mcp.client"})
 
 
 __all__ = [

@@ -43,6 +43,7 @@ from asyncai.humanize import count, one_line, seconds
 from asyncai.log import log_event
 from asyncai.state.stores import SavedScope, StateDiscarded, StateLoad, StateStore, pack, unpack
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
+from asyncai.wording import setting
 
 STORE_TIMEOUT = 10.0
 """Seconds any state-store call may take before it counts as failed."""
@@ -536,7 +537,7 @@ class ReplScope(ToolSource):
                 "state.not_saved",
                 logging.WARNING,
                 session=key,
-                reason=f"the REPL state is {count(len(dump))} bytes, over --code-max-state "
+                reason=f"the REPL state is {count(len(dump))} bytes, over {setting('max_state')} "
                 f"({count(self.limits.max_state)})",
                 largest=", ".join(v.describe() for v in largest),
             )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from asyncai.wording import setting
+
 SandboxKind = Literal["auto", "pool", "remote", "in-process"]
 SANDBOX_KINDS: tuple[str, ...] = ("auto", "pool", "remote", "in-process")
 
@@ -26,12 +28,14 @@ class SandboxConfig:
     def resolved_kind(self) -> Literal["pool", "remote"]:
         if self.kind == "in-process":
             raise SandboxConfigError(
-                "--code-sandbox in-process is not available in Python: pydantic-monty always runs code "
-                "in worker processes; use pool (the default) or remote"
+                f"{setting('kind', 'in-process')} is not available in Python: pydantic-monty always "
+                "runs code in worker processes; use pool (the default) or remote"
             )
         if self.kind == "remote":
             if not self.monty_url:
-                raise SandboxConfigError("--code-sandbox remote needs --monty-url ws://HOST:PORT")
+                raise SandboxConfigError(
+                    f"{setting('kind', 'remote')} needs {setting('monty_url', 'ws://HOST:PORT')}"
+                )
             return "remote"
         if self.kind == "auto" and self.monty_url:
             return "remote"

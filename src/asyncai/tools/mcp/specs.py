@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from asyncai.log import log_event
+from asyncai.wording import setting
 
 _LAUNCHERS = {"npx", "uvx", "pipx", "python", "python3", "node", "bunx", "env", "sh", "bash"}
 _NAMED = re.compile(r"([A-Za-z0-9_.-]+)=(.*)", re.DOTALL)
@@ -83,13 +84,13 @@ def stdio_spec(command_line: str, name: str | None = None) -> StdioServerSpec:
     try:
         argv = shlex.split(command_line)
     except ValueError as exc:
-        raise ConfigError(f"bad --mcp-stdio command {command_line!r}: {exc}") from None
+        raise ConfigError(f"bad {setting('command_line')} {command_line!r}: {exc}") from None
     named = _NAMED.fullmatch(argv[0]) if argv and name is None else None
     if named and (named.group(2) or len(argv) > 1):  # "time=mcp-server-time" or "time= mcp-server-time"
         name = named.group(1)
         argv = [named.group(2), *argv[1:]] if named.group(2) else argv[1:]
     if not argv:
-        raise ConfigError("empty --mcp-stdio command")
+        raise ConfigError(f"empty {setting('command_line')}")
     return StdioServerSpec(name=name or _name_from_command(argv), command=argv[0], args=tuple(argv[1:]))
 
 
@@ -99,7 +100,7 @@ def http_spec(url: str, name: str | None = None) -> HttpServerSpec:
     if named and named.group(2).strip():
         name, url = named.group(1), named.group(2).strip()
     if not url.startswith(("http://", "https://")):
-        raise ConfigError(f"bad --mcp-http URL {url!r}: expected http:// or https://")
+        raise ConfigError(f"bad {setting('url')} {url!r}: expected http:// or https://")
     return HttpServerSpec(name=name or url, url=url)
 
 

@@ -1,0 +1,1 @@
+"""Adapters for agent frameworks people already use; each needs its own optional extra."""

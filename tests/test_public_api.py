@@ -1,0 +1,72 @@
+"""``import asyncai``: the public names are exactly ``__all__``, each one resolves, and importing the
+package loads neither the ``mcp`` SDK nor pydantic-monty (the CLI's ``--help`` depends on it)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import asyncai
+
+PUBLIC = {
+    "Activity",
+    "Approval",
+    "ApprovalRequest",
+    "Approver",
+    "CodeMode",
+    "CodeModeLimits",
+    "ConfigError",
+    "DirectoryStore",
+    "FunctionTools",
+    "HttpServerSpec",
+    "McpServers",
+    "MutationPolicy",
+    "NestedCall",
+    "RedisStore",
+    "ReplScope",
+    "ReplScopes",
+    "ResourceError",
+    "RoutedTools",
+    "SandboxConfig",
+    "SandboxConfigError",
+    "ScopeUse",
+    "ServerStartError",
+    "StateStore",
+    "StdioServerSpec",
+    "ToolCallOutput",
+    "ToolDefinition",
+    "ToolSource",
+    "__version__",
+    "http_spec",
+    "specs_from_config",
+    "stdio_spec",
+    "tool",
+}
+
+
+def test_all_lists_exactly_the_public_names() -> None:
+    assert set(asyncai.__all__) == PUBLIC
+    assert len(asyncai.__all__) == len(PUBLIC), "a name is listed twice"
+    assert sorted(dir(asyncai)) == sorted(PUBLIC)
+
+
+def test_every_public_name_resolves_to_what_its_module_defines() -> None:
+    for name in asyncai.__all__:
+        value = getattr(asyncai, name)
+        assert value is not None, name
+    assert asyncai.CodeMode.__module__ == "asyncai.code_mode.executor"
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    try:
+        asyncai.Nope  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError as exc:
+        assert "Nope" in str(exc)
+    else:
+        raise AssertionError("asyncai.Nope resolved")
+
+
+def test_import_loads_no_heavy_dependency() -> None:
+    probe = "import sys, asyncai; print(sorted(m for m in ('mcp', 'pydantic_monty', 'httpx2') if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "[]"
