@@ -13,7 +13,7 @@ import pytest
 from asyncai.tools import McpServers, ServerStartError, specs_from_config
 from asyncai.tools.mcp.specs import HttpServerSpec
 from tests.fakes.servers import free_port
-from tests.tools.loopback_http import LoopbackServer, loopback_server
+from tests.tools.mcp.loopback_http import LoopbackServer, loopback_server
 
 pytestmark = pytest.mark.anyio
 

@@ -1,5 +1,5 @@
 """A stdio MCP server with resources and a prompt but no tools (lowlevel ``Server``, so it declares
-no ``tools`` capability): ``python tests/tools/resource_server.py NAME``.
+no ``tools`` capability): ``python tests/tools/mcp/resource_server.py NAME``.
 
 Resources: ``NAME://doc/0`` .. ``NAME://doc/4`` (text), listed two per page, and ``NAME://bin``
 (bytes 0..255, base64). ``NAME://broken`` is listed but every read of it fails; reading the
