@@ -46,7 +46,7 @@ def expected_warnings() -> int:
 async def measure(runs: int) -> list[Row]:
     async with McpServers([stdio_spec(SERVER)]) as mcp:
         code_mode = CodeMode(mcp, CodeModeLimits(max_calls=SEQUENTIAL))
-        session = mcp.connections[0]._session
+        session = mcp.connections[0]._client
         assert session is not None
 
         async def run(name: str, want: int) -> None:

@@ -32,7 +32,9 @@ import pydantic_monty as pm
 
 import report
 from asyncai.code_mode import CodeMode, CodeModeLimits
-from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
+from asyncai.tools.functions import FunctionTools
+from asyncai.tools.functions import tool as as_tool
+from asyncai.tools.types import ToolCallOutput, ToolSource
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER_SCRIPT = ROOT / "tests" / "fakes" / "mcp_test_server.py"
@@ -140,27 +142,18 @@ async def bench_raw_crossing() -> dict[int, dict[str, float]]:
 # --- in-memory inner executor -------------------------------------------------------------------
 
 
-def _tool(name: str, properties: dict[str, Any], required: list[str]) -> ToolDefinition:
-    return ToolDefinition(
-        name=name,
-        description=f"bench tool {name}",
-        input_schema={"type": "object", "properties": properties, "required": required},
-        read_only=True,
-    )
+def blob(size: int) -> Any:
+    """``size`` bytes of JSON text (cached), as an MCP server answers with text."""
+    return blob_text(size)
 
 
-class MemoryExecutor(ToolSource):
-    """``blob(size)`` returns cached JSON text; ``one()`` returns ``"1"``."""
+def one() -> Any:
+    """The text ``1``."""
+    return "1"
 
-    def tools(self) -> list[ToolDefinition]:
-        return [_tool("blob", {"size": {"type": "integer"}}, ["size"]), _tool("one", {}, [])]
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput:
-        if name == "blob":
-            return ToolCallOutput(blob_text(int(arguments["size"])))
-        if name == "one":
-            return ToolCallOutput("1")
-        return ToolCallOutput.error(f"unknown tool {name}")
+def memory_tools() -> FunctionTools:
+    return FunctionTools([as_tool(read_only=True)(blob), as_tool(read_only=True)(one)])
 
 
 async def run_code(executor: ToolSource, code: str) -> ToolCallOutput:
@@ -174,7 +167,7 @@ async def run_code(executor: ToolSource, code: str) -> ToolCallOutput:
 
 async def bench_run_code() -> None:
     limits = CodeModeLimits(max_calls=1000)
-    async with CodeMode(MemoryExecutor(), limits) as executor:
+    async with CodeMode(memory_tools(), limits) as executor:
         # 2. a large result through the real path
         for size in SIZES:
             expected = str(len(json.loads(blob_text(size))["items"]))

@@ -12,27 +12,18 @@ scale section (``bench_scale.py --threads 200``).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from asyncai.code_mode import CodeMode
 from asyncai.code_mode.engine.repl import ReplScope
-from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
+from asyncai.tools.functions import FunctionTools
 from report import Row, Stats, arguments, save_section, timed_async
 
 SIZES = (0, 10_000, 100_000, 1_000_000)
 
 
-class NoTools(ToolSource):
-    def tools(self) -> list[ToolDefinition]:
-        return []
-
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput:
-        return ToolCallOutput.error("no tools")
-
-
 async def measure(runs: int) -> list[Row]:
     rows: list[Row] = []
-    async with CodeMode(NoTools()) as code_mode:
+    async with CodeMode(FunctionTools()) as code_mode:
         for size in SIZES:
             scope = code_mode.scopes.get(f"s{size}")
             build = (

@@ -50,7 +50,7 @@ class Tools(ToolSource):
 
 
 def worker_rss(scope: ReplScope) -> int:
-    session = scope._session
+    session = scope._worker
     pid = session.worker_pid if session is not None else None
     return int(psutil.Process(pid).memory_info().rss) if pid else 0
 

@@ -104,9 +104,9 @@ async def run(executor: ToolSource, code: str, **extra: Any) -> ToolCallOutput:
 
 async def worker_pid(scope: ReplScope) -> int:
     """The pid of the worker behind ``scope`` (started by a first snippet if need be)."""
-    if scope._session is None:
+    if scope._worker is None:
         await run(scope, "None")
-    assert scope._session is not None
-    pid = scope._session.worker_pid
+    assert scope._worker is not None
+    pid = scope._worker.worker_pid
     assert pid is not None
     return pid

@@ -256,7 +256,7 @@ async def test_more_threads_than_workers_park_and_keep_their_variables(
     holders = code_mode._setup.room.holders
     assert len(holders) == 8  # the default --code-max-workers
     first = code_mode.scopes.get("t0")
-    assert first.parked and first._session is None and first not in holders
+    assert first.parked and first._worker is None and first not in holders
     for number in range(10):  # each one is restored in turn, parking another
         assert (await run(code_mode.scopes.get(f"t{number}"), "mine")).content == f"t{number}"
         assert len(holders) <= 8

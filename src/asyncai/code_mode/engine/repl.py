@@ -1,4 +1,6 @@
-"""``ReplScope``: one REPL (a checked-out Monty worker session) and the ``run_code`` calls fed to it."""
+"""``ReplScope``: one REPL (a Monty session checked out on a sandbox worker) and the ``run_code``
+calls fed to it. Here *worker* names that checked-out session; *session* is kept for the recorded
+conversation."""
 
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ STORE_TIMEOUT = 10.0
 RESTARTED_NOTE = "[the sandbox was restarted: variables from earlier run_code calls are gone]"
 TYPE_CHECKED_SNIPPETS = 100
 """Snippets of one REPL that are type-checked; later ones run unchecked (see ``_feed``)."""
-PREAMBLE_FILENAME = "<python-input-0>"  # Monty names the Nth feed of a session <python-input-N>
+PREAMBLE_FILENAME = "<python-input-0>"  # Monty names the Nth feed <python-input-N>
 
 
 class PrintCapture:
@@ -117,7 +119,7 @@ class ScopeSetup:
 
 
 class _StateLost(Exception):
-    """The worker or its session is gone; the scope starts over."""
+    """The worker is gone (killed, crashed, unreachable); the scope starts over."""
 
 
 class _TypeCheckRejected(Exception):
@@ -137,7 +139,7 @@ def _error_text(exc: BaseException) -> str:
 class ReplScope(ToolSource):
     """A ``ToolSource`` offering ``run_code`` over one persistent REPL.
 
-    Feeds are serialised with a lock (one session cannot take two feeds at once); the worker is
+    Feeds are serialised with a lock (a worker cannot take two feeds at once); the worker is
     checked out on first use and released by ``aclose``; an idle REPL may give its worker back
     (``park``) and get one again on its next snippet. ``hold()`` marks the scope in use for a
     whole run, so its owner does not release it between two of the run's snippets.
@@ -146,19 +148,19 @@ class ReplScope(ToolSource):
     def __init__(self, setup: ScopeSetup) -> None:
         self.setup = setup
         self.limits = setup.sandbox.limits
-        self._session: pm.AsyncMontySession | None = None
+        self._worker: pm.AsyncMontySession | None = None
         self._lock = asyncio.Lock()
         self._holds = 0
         self._bound: dict[str, None] = {}
         self._note: str | None = None
         self._catalog_version = setup.catalog_version
         self._checked_version = setup.catalog_version
-        """The catalog version the session's type-check stubs were made from."""
+        """The catalog version the worker's type-check stubs were made from."""
         self._checked_snippets = 0
         self._parked: bytes | None = None
-        """The dumped session of a scope that gave its worker back (``park``)."""
+        """The dump of a scope that gave its worker back (``park``)."""
         self._restarted = False
-        """State was lost (a parked session that would not load): the next result says so."""
+        """State was lost (a parked dump that would not load): the next result says so."""
         self.last_used = 0
         self._variables: list[BoundVariable] = []
         self._changed = False
@@ -199,24 +201,24 @@ class ReplScope(ToolSource):
         return self._parked is not None
 
     async def park(self) -> bool:
-        """Dump the session and give the worker back; the next snippet restores it on any worker."""
+        """Dump the REPL and give the worker back; the next snippet restores it on any worker."""
         if self._lock.locked():
             return False
         async with self._lock:
-            session = self._session
-            if session is None:
+            worker = self._worker
+            if worker is None:
                 return True
             try:
-                blob = await session.dump()
-            except Exception as exc:  # a dead or broken session: its state is gone anyway
+                blob = await worker.dump()
+            except Exception as exc:  # a dead or broken worker: its state is gone anyway
                 log_event("code_mode.park_failed", logging.WARNING, error=_error_text(exc))
                 await asyncio.shield(self._reset(discard=True))
                 self._restarted = True
                 return True
             # The dump is kept before the worker goes: a cancel from here on loses nothing.
-            self._parked, self._session = blob, None
+            self._parked, self._worker = blob, None
             self.setup.room.leave(self)
-            await asyncio.shield(release(session))
+            await asyncio.shield(release(worker))
             return True
 
     async def call_tool(
@@ -284,16 +286,16 @@ class ReplScope(ToolSource):
         if refusal is not None:
             return refusal
         try:
-            session = await self._ensure_session()
+            worker = await self._ensure_worker()
         except _StateLost as exc:
             return RunCodeText(f"error: could not start the sandbox: {exc}", is_error=True)
         capture = PrintCapture(self.limits.max_print_bytes)
         try:
             local = self.setup.sandbox.kind == "pool"  # a remote worker's pid is not ours to watch
-            watch = _worker_watch(session, dispatcher) if local else contextlib.nullcontext()
+            watch = _worker_watch(worker, dispatcher) if local else contextlib.nullcontext()
             async with WallClock(self.limits.wall_timeout) as clock, watch:
                 dispatcher.clock = clock
-                value = await self._feed(session, code, dispatcher, capture, scan)
+                value = await self._feed(worker, code, dispatcher, capture, scan)
         except TimeoutError:
             dispatcher.cancel_in_flight()
             await self._reset(discard=True)
@@ -320,7 +322,7 @@ class ReplScope(ToolSource):
             return RunCodeText(str(exc), is_error=True)
         except pm.MontyError as exc:
             return await self._error_result(exc, bound, dispatcher)
-        except RuntimeError as exc:  # pydantic-monty reports a dead session as a plain RuntimeError
+        except RuntimeError as exc:  # pydantic-monty reports a dead worker as a plain RuntimeError
             await self._reset(discard=True)
             return self._format_error(
                 f"RuntimeError: {exc}", state_reset=True, report=dispatcher.calls_report()
@@ -328,7 +330,7 @@ class ReplScope(ToolSource):
         self._remember(bound)
         if dispatcher.exhausted is not None:
             return self._format_error(dispatcher.exhausted, report=dispatcher.calls_report())
-        await self._refresh_note(session)
+        await self._refresh_note(worker)
         return format_outcome(
             SnippetOutcome(value=value, printed=capture.text, printed_truncated_bytes=capture.dropped),
             max_chars=self.limits.max_result_chars,
@@ -336,7 +338,7 @@ class ReplScope(ToolSource):
 
     async def _feed(
         self,
-        session: pm.AsyncMontySession,
+        worker: pm.AsyncMontySession,
         code: str,
         dispatcher: SnippetDispatcher,
         capture: PrintCapture,
@@ -354,7 +356,7 @@ class ReplScope(ToolSource):
         self._checked_snippets += checked
 
         async def feed(check: bool) -> Any:
-            return await session.feed_run(
+            return await worker.feed_run(
                 code,
                 external_lookup={HOST_CALL: dispatcher.call},
                 os=dispatcher.deny_os,
@@ -399,18 +401,18 @@ class ReplScope(ToolSource):
         lines = text.strip().splitlines()
         last = lines[-1] if lines else ""
         if last.startswith("MemoryError"):
-            # After a heap overrun the session keeps its failed allocations counted: start afresh.
+            # After a heap overrun the worker keeps its failed allocations counted: start afresh.
             await self._reset(discard=True)
             return self._format_error(text, state_reset=True, report=dispatcher.calls_report())
         self._remember(bound)  # a feed is not transactional: names before the error stay bound
         stopped = last.startswith("TimeoutError")  # the execution time limit
         return self._format_error(text, report=dispatcher.calls_report() if stopped else None)
 
-    async def _ensure_session(self) -> pm.AsyncMontySession:
-        if self._session is not None:
+    async def _ensure_worker(self) -> pm.AsyncMontySession:
+        if self._worker is not None:
             if self._catalog_version != self.setup.catalog_version:
-                await self._feed_new_wrappers(self._session)
-            return self._session
+                await self._feed_new_wrappers(self._worker)
+            return self._worker
         room = self.setup.room
         try:
             await room.enter(self)
@@ -418,7 +420,7 @@ class ReplScope(ToolSource):
             raise _StateLost(str(exc)) from None
         version = self.setup.catalog_version  # the stubs below are made from this catalog
         try:
-            session = await self.setup.sandbox.checkout(self.setup.type_check_stubs())
+            worker = await self.setup.sandbox.checkout(self.setup.type_check_stubs())
         except BaseException as exc:  # a cancel too: the reservation must not leak
             room.abandon()
             if not isinstance(exc, Exception):
@@ -426,29 +428,29 @@ class ReplScope(ToolSource):
             raise _StateLost(str(exc)) from None
         room.entered(self)
         try:
-            restored = await self._restore(session)
+            restored = await self._restore(worker)
             if not restored:
-                await self._start(session)
+                await self._start(worker)
         except BaseException as exc:
             room.leave(self)
-            await asyncio.shield(release(session, discard=True))
+            await asyncio.shield(release(worker, discard=True))
             if not isinstance(exc, Exception):
                 raise
             raise _StateLost(f"the code preamble failed: {_error_text(exc)}") from None
-        self._session = session
+        self._worker = worker
         # A restored REPL is not type-checked: the checker would start without its history (every
         # earlier variable unknown, so unsure, so run twice) and costs ~20 ms to start per checkout.
         self._checked_version = -1 if restored else version
         self._checked_snippets = 0
         if self._catalog_version != self.setup.catalog_version:
-            await self._feed_new_wrappers(session)  # restored wrappers and helpers are replaced
-        return session
+            await self._feed_new_wrappers(worker)  # restored wrappers and helpers are replaced
+        return worker
 
-    async def _start(self, session: pm.AsyncMontySession) -> None:
+    async def _start(self, worker: pm.AsyncMontySession) -> None:
         """A fresh REPL: the helpers, one wrapper per tool, the operator's preamble."""
-        await session.feed_run(self.setup.preamble()[0], skip_type_check=True)
+        await worker.feed_run(self.setup.preamble()[0], skip_type_check=True)
         if self.setup.operator_preamble:
-            await session.feed_run(
+            await worker.feed_run(
                 self.setup.operator_preamble,
                 os=refuse_os,
                 print_callback=_discard_print,
@@ -459,7 +461,7 @@ class ReplScope(ToolSource):
     async def load_state(self, key: str) -> StateLoad:
         """Take up the scope saved under ``key``; it is loaded into a worker by the first snippet."""
         store = self.setup.store
-        if store is None or self._session is not None or self._parked is not None:
+        if store is None or self._worker is not None or self._parked is not None:
             return "none"
         try:
             async with asyncio.timeout(STORE_TIMEOUT):
@@ -523,9 +525,9 @@ class ReplScope(ToolSource):
         try:
             async with self._lock:
                 dump = self._parked
-                if self._session is not None:
+                if self._worker is not None:
                     try:
-                        dump = await self._session.dump()
+                        dump = await self._worker.dump()
                     except Exception as exc:
                         log_event("state.not_saved", logging.WARNING, session=key, reason=_error_text(exc))
                         return
@@ -557,13 +559,13 @@ class ReplScope(ToolSource):
             return
         self._changed = False
 
-    async def _restore(self, session: pm.AsyncMontySession) -> bool:
-        """Load the parked session into ``session``; False when there is none or it would not load
+    async def _restore(self, worker: pm.AsyncMontySession) -> bool:
+        """Load the parked dump into ``worker``; False when there is none or it would not load
         (the scope then starts afresh and its next result says so)."""
         if self._parked is None:
             return False
         try:
-            await session.load_session(self._parked)
+            await worker.load_session(self._parked)
         except Exception as exc:
             log_event("code_mode.restore_failed", logging.WARNING, error=_error_text(exc))
             self._parked = None
@@ -573,10 +575,10 @@ class ReplScope(ToolSource):
         self._parked = None  # only once it is loaded: a cancel before keeps it
         return True
 
-    async def _feed_new_wrappers(self, session: pm.AsyncMontySession) -> None:
+    async def _feed_new_wrappers(self, worker: pm.AsyncMontySession) -> None:
         """The wrapped servers' tools changed: define the current functions (variables stay)."""
         try:
-            await session.feed_run(self.setup.preamble()[0], skip_type_check=True)
+            await worker.feed_run(self.setup.preamble()[0], skip_type_check=True)
         except Exception as exc:
             await self._reset(discard=True)
             self._restarted = True
@@ -588,13 +590,13 @@ class ReplScope(ToolSource):
             self._bound.pop(name, None)
             self._bound[name] = None
 
-    async def _refresh_note(self, session: pm.AsyncMontySession) -> None:
+    async def _refresh_note(self, worker: pm.AsyncMontySession) -> None:
         names = list(reversed(self._bound))
         if not names:
             self._note = None
             return
         try:
-            rows = await session.feed_run(probe_source(names), skip_type_check=True)
+            rows = await worker.feed_run(probe_source(names), skip_type_check=True)
         except Exception as exc:  # a failed probe only means the note is missing
             log_event("code_mode.probe_failed", logging.INFO, error=str(exc))
             return
@@ -609,13 +611,13 @@ class ReplScope(ToolSource):
         self._note = None
 
     async def _reset(self, *, discard: bool = False) -> None:
-        session, self._session = self._session, None
+        worker, self._worker = self._worker, None
         self._parked = None
         self._stamp = None  # nothing held here matches a save any more (``sync_state`` reloads)
         self._forget_variables()
         self.setup.room.leave(self)
-        if session is not None:
-            await release(session, discard=discard)
+        if worker is not None:
+            await release(worker, discard=discard)
 
     async def aclose(self) -> None:
         async with self._lock:
@@ -624,11 +626,11 @@ class ReplScope(ToolSource):
 
 
 @contextlib.asynccontextmanager
-async def _worker_watch(session: pm.AsyncMontySession, dispatcher: SnippetDispatcher) -> AsyncIterator[None]:
+async def _worker_watch(worker: pm.AsyncMontySession, dispatcher: SnippetDispatcher) -> AsyncIterator[None]:
     """While a snippet runs, a worker that exits (killed, crashed) cancels the tool calls the snippet
     awaits: the feed then fails at once instead of when a slow tool finally returns. Event-driven,
     through a pidfd (Linux); elsewhere nothing is watched."""
-    pid = session.worker_pid
+    pid = worker.worker_pid
     pidfd_open = getattr(os, "pidfd_open", None)
     descriptor = None
     if pid is not None and pidfd_open is not None:

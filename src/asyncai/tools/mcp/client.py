@@ -93,7 +93,7 @@ class McpConnection(ToolSource):
         """What ``resources/list`` gave at start."""
         self.offers_resources = False
         self.dead_reason: str | None = None
-        self._session: ClientSession | None = None
+        self._client: ClientSession | None = None
         self._ready: asyncio.Future[None] | None = None
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -153,7 +153,7 @@ class McpConnection(ToolSource):
         return message
 
     @contextlib.asynccontextmanager
-    async def _open_session(self) -> AsyncIterator[ClientSession]:
+    async def _open_client(self) -> AsyncIterator[ClientSession]:
         spec = self.spec
         if isinstance(spec, StdioServerSpec):
             # The SDK alone passes only HOME, PATH and a few more; a server sees the user's
@@ -194,12 +194,12 @@ class McpConnection(ToolSource):
     async def _serve(self) -> None:
         assert self._ready is not None
         try:
-            async with self._open_session() as session:
+            async with self._open_client() as session:
                 initialized = await session.initialize()
                 self.capabilities = initialized.capabilities
                 self._tools = await self._list_tools(session, self.name) if self._has_tools() else []
                 await self._probe_resources(session)
-                self._session = session
+                self._client = session
                 self._ready.set_result(None)
                 await self._closing.wait()
         except BaseException as exc:  # the task owns the transport: every failure ends here
@@ -212,14 +212,14 @@ class McpConnection(ToolSource):
             if isinstance(exc, asyncio.CancelledError):
                 raise
         finally:
-            self._session = None
+            self._client = None
             if self._stderr is not None:
                 self._stderr.close_writer()
 
     async def _on_message(self, message: mt.ServerNotification | Exception) -> None:
         """``tools/list_changed``: list the tools again, off the session's receive loop."""
-        if isinstance(message, mt.ToolListChangedNotification) and self._session is not None:
-            task = asyncio.get_running_loop().create_task(self._refresh_tools(self._session))
+        if isinstance(message, mt.ToolListChangedNotification) and self._client is not None:
+            task = asyncio.get_running_loop().create_task(self._refresh_tools(self._client))
             self._refreshes.add(task)
             task.add_done_callback(self._refreshes.discard)
 
@@ -273,13 +273,13 @@ class McpConnection(ToolSource):
             log_event("mcp.server_died", logging.ERROR, server=self.name, reason=reason)
 
     def _not_running(self) -> str | None:
-        if self._session is None or self.dead_reason is not None:
+        if self._client is None or self.dead_reason is not None:
             return f"MCP server '{self.name}' is not running ({self.dead_reason})"
         return None
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput:
         limit = self.tool_timeout
-        session = self._session
+        session = self._client
         if session is None or self.dead_reason is not None:
             return ToolCallOutput.error(f"tool error: {self._not_running()}")
         try:
@@ -298,7 +298,7 @@ class McpConnection(ToolSource):
 
     async def _request(self, what: str, request: Callable[[ClientSession], Awaitable[_T]]) -> _T:
         """Run ``request(session)`` within the tool timeout; every failure is a one-line ResourceError."""
-        session = self._session
+        session = self._client
         if session is None or self.dead_reason is not None:
             raise ResourceError(f"cannot {what}: {self._not_running()}")
         try:
