@@ -37,7 +37,8 @@ class NestedCall:
         return "failed" if self.is_error else "finished"
 
     def audit(self) -> dict[str, Any]:
-        """The A7 audit entry; ``"refused": true`` is added for a call the mutation gate stopped."""
+        """The audit entry (what a session records of the call); ``"refused": true`` is added for a
+        call the mutation gate stopped."""
         entry = {
             "tool": self.tool,
             "arguments": json_safe(self.arguments),  # a snippet can pass anything; records must be JSON

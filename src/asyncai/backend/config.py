@@ -78,7 +78,7 @@ class ToolCall:
 class Message:
     """One chat message as the model saw it: a user prompt, an assistant reply (text, tool calls or
     both) or a tool result. A thread's history is a list of these, tool calls and results included,
-    so a resumed session sends the model the same messages as before (issue #9)."""
+    so a resumed session sends the model the same messages as before."""
 
     role: Literal["user", "assistant", "tool"]
     content: str | None = None

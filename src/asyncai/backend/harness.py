@@ -1,4 +1,4 @@
-"""The session-harness boundary: where a run's turns go as they happen (ADR 0004, A7; issue #9).
+"""The session-harness boundary: where a run's turns go as they happen.
 
 The backend calls a harness once per message, in order, while the run goes on, so a recorder can
 append each record at once and a crash loses at most the one being written. Nested MCP calls are not

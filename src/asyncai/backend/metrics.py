@@ -1,4 +1,4 @@
-"""Turn metrics (ADR 0004 A9): what one backend run cost and what code mode saved."""
+"""Turn metrics: what one backend run cost and what code mode saved."""
 
 from __future__ import annotations
 

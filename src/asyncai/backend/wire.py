@@ -40,7 +40,8 @@ def tool_specs(tools: Iterable[ToolDefinition]) -> list[dict[str, Any]]:
 
 
 def user_message_text(user_text: str, note: str | None) -> str:
-    """The newest user message: the user's text, then the per-run note as its own paragraph (A11)."""
+    """The newest user message: the user's text, then the per-run note as its own paragraph
+    (at the end, so the cached prefix stays the same)."""
     if note and note.strip():
         return f"{user_text}\n\n{note.strip()}"
     return user_text

@@ -1,4 +1,4 @@
-"""``CodeModeLimits``: every bound code mode applies, with the ADR's defaults."""
+"""``CodeModeLimits``: every bound code mode applies, so no snippet can take the host down."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ _UNITS = {"": 1, "k": KIB, "m": MIB, "g": GIB, "t": 1024 * GIB}
 
 @dataclass(frozen=True)
 class CodeModeLimits:
-    """Limits of one ``run_code`` call (ADR Limits, A4, A5)."""
+    """Limits of one ``run_code`` call."""
 
     code_timeout: float = 30.0
     """Execution time per snippet, excluding time awaiting tools (Monty ``max_feed_duration``)."""
@@ -41,11 +41,12 @@ class CodeModeLimits:
     """A REPL whose dump is larger is not saved for a resumed session (``--code-max-state``)."""
     max_recursion: int = 1000
     catalog_budget: int = 16_000
-    """Characters of ``run_code`` description; over it the stubs give way to an index (issue 11)."""
+    """Characters of ``run_code`` description; over it the stubs give way to an index."""
 
     @property
     def hard_timeout(self) -> float:
-        """The pool's per-turn watchdog (A5): the snippet limit plus 10 s."""
+        """The pool's per-turn watchdog, a backstop if the worker itself stops answering: the
+        snippet limit plus 10 s."""
         return self.code_timeout + 10.0
 
 

@@ -1,10 +1,10 @@
-"""The runtime: conversation threads over a backend (ADR 0001 core, ADR 0004 A10).
+"""The runtime: conversation threads over a backend.
 
 * Runs on one thread never overlap. Messages that arrive while a thread is busy wait; when the
   run ends, every waiting message is coalesced into one follow-up run (texts joined with blank
   lines). Runs on different threads proceed concurrently.
 * Each thread keeps the messages of its earlier runs as the model saw them, tool calls and results
-  included (issue #9 overrides A10's text-only history: a resumed session must show the model the
+  included (not only their text: a resumed session must show the model the
   same messages as before).
 * With a session factory, each thread records into its own session (a Claude Code transcript):
   the session's loaded history starts the thread, its one-time note (the sandbox was restarted)

@@ -25,7 +25,7 @@ class ToolDefinition:
 
     @property
     def mutating(self) -> bool:
-        """A call may change the world: annotated destructive, or not read-only (ADR A6). A tool
+        """A call may change the world: annotated destructive, or not read-only. A tool
         without annotations is not read-only by the MCP spec's defaults, so it is mutating."""
         return self.destructive or not self.read_only
 

@@ -8,7 +8,7 @@ One record a message, chained by ``parentUuid``:
   the ``tool_use`` id, its arguments as ``input``), ``stop_reason`` and ``usage``;
 * each tool result is a ``user`` record with one ``tool_result`` block, right after the assistant
   record or the previous result of the same message, with ``sourceToolAssistantUUID`` and the
-  code-mode audit as ``toolUseResult`` (ADR 0004, A7): Claude Code shows it and never sends it to
+  code-mode audit as ``toolUseResult``: Claude Code shows it and never sends it to
   the model.
 
 An assistant's ``reasoning_content`` is kept on the record as ``reasoningContent`` so a resumed

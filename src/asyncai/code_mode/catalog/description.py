@@ -1,8 +1,8 @@
-"""The ``run_code`` description: sandbox rules, the return contract and the catalog (ADR 0004).
+"""The ``run_code`` description: sandbox rules, the return contract and the catalog.
 
 While every stub fits ``budget`` characters the catalog is every stub (the description is exactly
 what it was before budgets existed); over it, a compact index replaces the stubs and says how to
-search and describe the rest from a snippet (issue 11). Pure and byte-stable for a tool set.
+search and describe the rest from a snippet. Pure and byte-stable for a tool set.
 """
 
 from __future__ import annotations

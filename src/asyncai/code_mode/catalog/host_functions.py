@@ -1,5 +1,5 @@
 """The catalog functions asyncai answers itself rather than a server: the resource functions
-(issue 8) and tool discovery, ``search_tools`` and ``describe_tool`` (issue 11).
+(issue 8) and tool discovery, ``search_tools`` and ``describe_tool``.
 
 They are called like the tools (keyword arguments, awaited) and their names are reserved, but they
 are not nested tool calls: no call budget, no audit, no mutation gate.

@@ -1,5 +1,5 @@
 """The compact catalog: what the ``run_code`` description lists when every stub would not fit the
-budget (issue #11). Pure functions: the same tools always give the same bytes (prompt caching).
+budget. Pure functions: the same tools always give the same bytes (prompt caching).
 
 The index says how many functions there are and how to reach the rest, then per server how many
 tools it has and the areas they cover (the most common leading words of their names), then as many

@@ -1,4 +1,4 @@
-"""``list_resources`` and ``read_resource``: MCP resources from inside a snippet (issue 8).
+"""``list_resources`` and ``read_resource``: MCP resources from inside a snippet.
 
 They are catalog functions like the tools (keyword arguments, awaited, stubs in the description,
 names no tool can take), but the executor's resource methods answer them: they are not nested

@@ -1,4 +1,4 @@
-"""Tool search for large catalogs (issue #11): BM25 over tool names, descriptions and parameter names.
+"""Tool search for large catalogs: BM25 over tool names, descriptions and parameter names.
 
 Names are split the way people say them (``kv_namespace_delete``, ``getKvNamespace`` and
 ``kv.namespace-get`` all give ``kv namespace ...``), words are stemmed (English Snowball) and

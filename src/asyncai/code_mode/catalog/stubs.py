@@ -1,4 +1,5 @@
-"""The code-mode catalog: MCP tools rendered as Python ``async def`` stubs (ADR 0004, "Python stubs", A1).
+"""The code-mode catalog: tools rendered as typed Python ``async def`` stubs, so a model writes
+calls it has seen the signature of.
 
 Everything here is a pure function of the tool definitions, so the ``run_code`` description is
 byte-stable for a given tool set (it sits in the cached prompt prefix).
@@ -228,7 +229,7 @@ def _type_members(schema: Any) -> list[str]:
 
 
 def python_type(schema: Any) -> str:
-    """The Python annotation for a JSON schema (ADR type table)."""
+    """The Python annotation for a JSON schema (what the model reads in a stub)."""
     return " | ".join(_type_members(schema))
 
 

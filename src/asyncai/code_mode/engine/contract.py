@@ -1,4 +1,4 @@
-"""The ``run_code`` return contract (ADR 0004, "Return contract", "Limits", A11) as pure functions.
+"""The ``run_code`` return contract as pure functions: what the model reads after a snippet.
 
 The engine observes what a snippet produced (its trailing value and its print output, or a
 traceback) and these functions turn that into the text the model gets.
@@ -138,7 +138,8 @@ def _too_large(text: str, max_chars: int) -> RunCodeText:
 
 
 def format_outcome(outcome: SnippetOutcome, max_chars: int = MAX_RESULT_CHARS) -> RunCodeText:
-    """The ``run_code`` result for a snippet that completed (ADR return contract + size guard)."""
+    """The ``run_code`` result for a snippet that completed (its value, or its output when it
+    has none, within the size limit)."""
     found = find_unawaited(outcome.value)
     if found is not None:
         return _unawaited_error(found, "result")

@@ -1,6 +1,6 @@
 """What a nested tool call's result is inside the snippet, and how it crosses into the sandbox.
 
-The value (issue 8, which amends the ADR's "text first" table):
+The value:
 
 1. A result with ``structuredContent`` has that as its value: the MCP spec makes it the canonical
    result and the text block its serialisation for old clients, and the stub's return type comes

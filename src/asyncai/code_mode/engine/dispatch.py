@@ -1,5 +1,5 @@
-"""The host side of nested tool calls: validation (A3), budgets, timeouts (A4), logging and audit
-(A6, A7). One ``SnippetDispatcher`` serves one snippet."""
+"""The host side of nested tool calls: argument validation, budgets, timeouts, the mutation gate,
+logging and the audit. One ``SnippetDispatcher`` serves one snippet."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ T = TypeVar("T")
 def validate_arguments(
     py_name: str, entry: CatalogEntry, args: Any, kwargs: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Keyword arguments in Python names -> MCP arguments; ``TypeError`` like Python's own (A3)."""
+    """Keyword arguments in Python names -> MCP arguments; ``TypeError`` like Python's own, so
+    the model meets the wording it knows."""
     if args:
         raise TypeError(f"{py_name}() takes keyword arguments only")
     unknown = [name for name in kwargs if name not in entry.parameters]
@@ -172,7 +173,7 @@ class SnippetDispatcher:
         finally:
             record.bytes = len(content) if content.isascii() else len(content.encode())
             self.activity.call_finished(record, time.monotonic() - started)
-            # Every call gets its result line, so a mutating call is never logged half (A6).
+            # Every call gets its result line, so a mutating call is never logged half.
             if logged:
                 shown = {"content": decoded_or_preview(content)} if verbose else {}
                 log_event(

@@ -1,4 +1,4 @@
-"""Python fed into every new REPL scope: pre-imports, the helpers (A8, A11) and one sandbox-side
+"""Python fed into every new REPL scope: pre-imports, the helpers and one sandbox-side
 wrapper per catalog tool.
 
 Tool results cross into the sandbox as *text* and are parsed there: measured on this machine,

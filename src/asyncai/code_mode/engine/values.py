@@ -1,4 +1,4 @@
-"""Sandbox values back to JSON (ADR 0004, "Value conversion").
+"""Sandbox values back to JSON, so a snippet's result can be recorded and sent anywhere.
 
 A value that came back from the Monty sandbox is a host Python value: JSON-like data, plus tuples,
 sets, dicts with non-``str`` keys, bytes, datetimes, ``MontyClassProxy`` and repr strings. This module

@@ -1,4 +1,4 @@
-"""What a snippet binds at module level: the reserved-helper check (A11) and the variables note.
+"""What a snippet binds at module level: the reserved-helper check and the variables note.
 
 Names are found with CPython's ``ast`` on the snippet's source. Monty is a subset of Python, so
 anything Monty runs parses here; a snippet that does not parse is left to Monty to report.

@@ -108,7 +108,7 @@ def unique_ids(names: Sequence[str]) -> list[str]:
 
 
 def select_kcp(kcps: Sequence[KcpTarget], kcp: str | None, errors: Sequence[str] = ()) -> KcpTarget:
-    """The optional-``kcp`` rule (ADR 0004 A8): with one kcp it is the default; else name one."""
+    """The optional-``kcp`` rule: with one kcp it is the default; else name one."""
     ids = ", ".join(t.id for t in kcps)
     if kcp:
         for target in kcps:

@@ -185,7 +185,7 @@ class McpConnection(ToolSource):
             timeout = httpx2.Timeout(30.0, read=max(self.tool_timeout + 30.0, 300.0))
             async with (
                 httpx2.AsyncClient(headers=spec.headers, timeout=timeout) as http,
-                # The SDK caps one SSE event at 1 MiB; tool output is unbounded (ADR decision 3).
+                # The SDK caps one SSE event at 1 MiB; a tool's answer may be larger (the sandbox filters it).
                 streamable_http_client(spec.url, http_client=http, max_sse_event_size=None) as (read, write),
                 ClientSession(read, write, message_handler=self._on_message) as session,
             ):
