@@ -5,8 +5,8 @@ Three kinds of record, all under ``asyncai:``:
 
 - ``session:ID``: what ``initialize`` settled (protocol version, client parameters), written before
   the client sees the session id, so an instance that never saw the handshake can take the
-  session up (``http.SharingSessionManager``); it expires after ``--state-ttl`` without a run.
-- ``scope:mcp-ID``: the session's REPL, saved after every run (``code_mode.state_store``).
+  session up (``http._SessionManager``); it expires after ``--state-ttl`` without a run.
+- ``repl:mcp-ID``: the session's REPL, saved after every run (``state.stores.RedisStore``).
 - ``lease:ID``: which instance runs the session now. A run takes it (waiting ``--lease-wait``
   for a run elsewhere to end), renews it while running, and releases it after saving, so two
   instances never run one session's REPL at once. The lease is redis-py's ``Lock`` (SET NX PX,
