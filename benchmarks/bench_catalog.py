@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.code_mode.catalog.test_catalog_scale import QUERIES
+from tests.code_mode.catalog.queries import QUERIES
 from tests.fakes.big_server import generate
 
 from asyncai.code_mode.catalog.description import run_code_definition

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.cli.conftest import asyncai
-from tests.cli.test_interactive import _on_a_terminal
-from tests.cli.test_sessions import lines_of, session_of, sessions_dir
+from tests.cli.helpers import lines_of, on_a_terminal, session_of, sessions_dir
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
 from tests.fakes.servers import server_command
 
@@ -49,7 +48,7 @@ def test_ask_in_the_chat_is_answered_y_n_a_and_A(tmp_path: Path) -> None:
     ]
     typed = "first\ny\nn\nsecond\nA\nthird\na\nfourth\n/exit\n"
     with ScriptedOpenAI(script) as model:
-        result = _on_a_terminal(
+        result = on_a_terminal(
             ["--base-url", model.base_url, "--model", "m", "--mcp-stdio", NOTES, "--mutations", "ask"],
             typed,
             tmp_path,
@@ -111,7 +110,7 @@ def test_deny_refuses_and_the_snippet_can_catch_it() -> None:
 
 
 def test_ask_in_the_interactive_run_code_repl(tmp_path: Path) -> None:
-    result = _on_a_terminal(
+    result = on_a_terminal(
         ["run-code", "--mcp-stdio", NOTES, "--mutations", "ask", "-i"],
         "await write_note(text='z')\ny\nawait write_note(text='w')\nn\n/exit\n",
         tmp_path,
@@ -123,7 +122,7 @@ def test_ask_in_the_interactive_run_code_repl(tmp_path: Path) -> None:
 
 def test_gathered_mutating_calls_are_asked_one_at_a_time(tmp_path: Path) -> None:
     code = "await asyncio.gather(*[write_note(text=t) for t in 'pqr'])"
-    result = _on_a_terminal(
+    result = on_a_terminal(
         ["run-code", "--mcp-stdio", NOTES, "--mutations", "ask", "-i"], f"{code}\nA\n/exit\n", tmp_path
     )
     assert result.returncode == 0, result.stderr

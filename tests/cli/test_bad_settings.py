@@ -7,16 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import CliResult, asyncai
+from tests.cli.conftest import asyncai
+from tests.cli.helpers import assert_one_line_usage_error
 from tests.fakes.openai_server import ScriptedOpenAI, text_reply
 
 NOT_UTF8 = b"x = '\xff\xfe'\n"
-
-
-def assert_one_line_usage_error(result: CliResult, *needles: str) -> None:
-    assert result.status == 2, result.stderr
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("asyncai: "), result.stderr
-    assert all(needle in result.stderr for needle in needles), result.stderr
 
 
 @pytest.mark.parametrize(

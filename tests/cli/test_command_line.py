@@ -11,7 +11,7 @@ from asyncai.cli.agent_command import backend_config
 from asyncai.cli.main import parse_settings
 from asyncai.cli.settings import Settings, UsageError, code_limits
 from tests.cli.conftest import SIMPLE, asyncai
-from tests.cli.test_bad_settings import assert_one_line_usage_error
+from tests.cli.helpers import assert_one_line_usage_error
 from tests.fakes.openai_server import ScriptedOpenAI, text_reply
 from tests.fakes.servers import server_command
 

@@ -16,8 +16,7 @@ import pytest
 
 from asyncai.state.stores import MAGIC, SUFFIX, default_state_dir, new_stamp, open_store
 from tests.cli.conftest import BIN, SIMPLE, CliResult
-from tests.cli.test_interactive import _on_a_terminal
-from tests.cli.test_sessions import ask, session_of
+from tests.cli.helpers import ask, on_a_terminal, session_of
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
 from tests.fakes.redis import redis_server
 
@@ -178,7 +177,7 @@ def test_the_state_directory_expires_old_scopes_and_left_over_temporary_files(tm
 def test_restart_in_the_chat_clears_the_saved_state_too(project: Path) -> None:
     script = [tool_reply(call("run_code", {"code": "pods = [1, 2]"})), text_reply("bound")]
     with ScriptedOpenAI(script) as model:
-        chat = _on_a_terminal(
+        chat = on_a_terminal(
             ["--base-url", model.base_url, "--model", "m", "--mcp-stdio", SIMPLE],
             "bind\n/restart\n/exit\n",
             Path(os.environ["XDG_STATE_HOME"]),  # where the resume below looks for saved REPLs

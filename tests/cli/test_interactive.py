@@ -8,31 +8,8 @@ import subprocess
 from pathlib import Path
 
 from tests.cli.conftest import BIN
+from tests.cli.helpers import on_a_terminal
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
-
-
-def _on_a_terminal(
-    args: list[str], typed: str, state: Path, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    """Run ``asyncai`` (in ``cwd``) with a pty as stdin (so it sees a terminal) and type ``typed``;
-    input history and saved REPLs go under ``state`` (XDG_STATE_HOME), never into the real home."""
-    master, slave = pty.openpty()
-    try:
-        process = subprocess.Popen(
-            [str(BIN / "asyncai"), *args],
-            stdin=slave,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "XDG_STATE_HOME": str(state)},
-            cwd=cwd,
-        )
-        os.write(master, typed.encode())
-        out, err = process.communicate(timeout=90)
-    finally:
-        os.close(slave)
-        os.close(master)
-    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
 def test_chat_keeps_variables_across_turns_and_restart_clears_them(tmp_path: Path) -> None:
@@ -45,7 +22,7 @@ def test_chat_keeps_variables_across_turns_and_restart_clears_them(tmp_path: Pat
         text_reply("x is gone"),
     ]
     with ScriptedOpenAI(script) as model:
-        result = _on_a_terminal(
+        result = on_a_terminal(
             ["--base-url", model.base_url, "--model", "m"],
             "store\nadd one\n/restart\nwhat is x\n/exit\n",
             tmp_path,
@@ -64,7 +41,7 @@ def test_chat_keeps_variables_across_turns_and_restart_clears_them(tmp_path: Pat
 
 def test_chat_new_starts_a_thread_without_history(tmp_path: Path) -> None:
     with ScriptedOpenAI([text_reply("one"), text_reply("two")]) as model:
-        result = _on_a_terminal(
+        result = on_a_terminal(
             ["--base-url", model.base_url, "--model", "m"], "first\n/new\nsecond\n/exit\n", tmp_path
         )
         requests = model.requests
@@ -76,7 +53,7 @@ def test_chat_new_starts_a_thread_without_history(tmp_path: Path) -> None:
     ]
     assert len(set(sessions)) == 2
     with ScriptedOpenAI([text_reply("three")]) as model:
-        resumed = _on_a_terminal(
+        resumed = on_a_terminal(
             ["--base-url", model.base_url, "--model", "m", "--resume", sessions[1]],
             "third\n/exit\n",
             tmp_path,
@@ -89,7 +66,7 @@ def test_chat_new_starts_a_thread_without_history(tmp_path: Path) -> None:
 
 def test_run_code_interactive_repl(tmp_path: Path) -> None:
     typed = "x = 6\nfor i in range(3):\n    x += 1\n\nx * 6\n/restart\nx\n/exit\n"
-    result = _on_a_terminal(["run-code", "-i"], typed, tmp_path)
+    result = on_a_terminal(["run-code", "-i"], typed, tmp_path)
     assert result.returncode == 0, result.stderr
     assert "(no output; the last expression was None)" in result.stdout
     assert "54" in result.stdout

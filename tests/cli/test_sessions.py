@@ -15,7 +15,8 @@ import pytest
 
 from asyncai.state.stores import SUFFIX, default_state_dir
 from asyncai.transcripts import RESTART_NOTE
-from tests.cli.conftest import SIMPLE, CliResult, asyncai
+from tests.cli.conftest import asyncai
+from tests.cli.helpers import ask, lines_of, session_of, sessions_dir
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
 from tests.transcripts import claude_code
 
@@ -34,27 +35,6 @@ def project(tmp_path: Path) -> Path:
     directory = tmp_path / "my_project.v2"
     directory.mkdir()
     return directory
-
-
-def sessions_dir(claude_dir: Path, project: Path) -> Path:
-    return claude_dir / "projects" / re.sub(r"[^a-zA-Z0-9]", "-", str(project))
-
-
-def session_of(result: CliResult) -> str:
-    [line] = [line for line in result.stderr.splitlines() if line.startswith("session: ")]
-    session_id = line.removeprefix("session: ")
-    assert str(uuid.UUID(session_id)) == session_id
-    return session_id
-
-
-def lines_of(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def ask(model: ScriptedOpenAI, project: Path, *args: str, stdin: str | None = None) -> CliResult:
-    return asyncai(
-        "--base-url", model.base_url, "--model", "m", "--mcp-stdio", SIMPLE, *args, cwd=project, stdin=stdin
-    )
 
 
 def kind(record: dict[str, Any]) -> tuple[str, Any]:

@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 
 from tests.cli.conftest import SIMPLE, asyncai
-from tests.fakes.servers import broken_server_config, server_command
+from tests.fakes.servers import broken_server_config, resource_server, server_command
 from tests.third_party import npm_server
-from tests.tools.mcp.test_resources import resource_server
 
 
 def test_tools_prints_the_routed_table() -> None:

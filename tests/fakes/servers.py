@@ -13,11 +13,16 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 SERVER_SCRIPT = Path(__file__).with_name("mcp_test_server.py")
+RESOURCE_SERVER = Path(__file__).parent.parent / "tools" / "mcp" / "resource_server.py"
 
 
 def server_command(name: str) -> str:
     """A ``--mcp-stdio`` command line for the test server called ``name``."""
     return shlex.join([sys.executable, str(SERVER_SCRIPT), "--name", name])
+
+
+def resource_server(name: str) -> str:
+    return shlex.join([sys.executable, str(RESOURCE_SERVER), name])
 
 
 def free_port() -> int:

@@ -1,26 +1,43 @@
 """Running ``asyncai serve-mcp`` for tests: stdio parameters for the SDK client, and an HTTP server
-process whose URL is read from its ``listening on`` line (no sleeps, no polling)."""
+process whose URL is read from its ``listening on`` line (no sleeps, no polling); an SDK client
+session over HTTP, its ``run_code`` calls, and the server's NDJSON log."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from mcp import StdioServerParameters
+import anyio
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import TextContent
 
 BIN = Path(sys.executable).parent
 ASYNCAI = str(BIN / "asyncai")
 SIMPLE = str(BIN / "asyncai-mcp-simple")
 LISTENING = re.compile(r"listening on (http://\S+)")
 T = TypeVar("T")
+
+TOKEN = "s3cret-test-token"
+ENV = {"ASYNCAI_MCP_TOKEN": TOKEN, "HOME": "/nonexistent-home"}
+PROTOCOL = "2025-11-25"
+RAW_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
 
 
 def stdio_params(*args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
@@ -97,3 +114,32 @@ def serve_http(*args: str, env: dict[str, str] | None = None, timeout: float = 6
                 process.kill()
                 process.wait()
         reader.join(5)
+
+
+@asynccontextmanager
+async def client(url: str, token: str | None = TOKEN, **headers: str) -> AsyncIterator[Client]:
+    """A legacy (handshake, ``Mcp-Session-Id``) SDK client session."""
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as hc:
+        transport = streamable_http_client(url, http_client=hc, max_sse_event_size=None)
+        async with Client(transport, mode="legacy") as session:
+            yield session
+
+
+async def run_code(session: Client, code: str) -> dict[str, Any]:
+    result = await session.call_tool("run_code", {"code": code})
+    content: dict[str, Any] | None = result.structured_content
+    assert content is not None and set(content) == {"result", "nested_calls"}
+    [text] = result.content
+    assert isinstance(text, TextContent) and content["result"] == text.text
+    return content
+
+
+def log(served: HttpServe) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in list(served.stderr_lines) if line.startswith("{")]
+
+
+async def wait_for_log(served: HttpServe, found: Callable[[list[dict[str, Any]]], Any]) -> Any:
+    """Wait (in a thread, woken by each new stderr line) until ``found`` holds for the log."""
+    return await anyio.to_thread.run_sync(lambda: served.wait_for(lambda _: found(log(served))))

@@ -10,8 +10,7 @@ import os
 import subprocess
 import threading
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,24 +18,25 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from mcp import Client, MCPError
-from mcp.client.streamable_http import streamable_http_client
-from mcp.types import TextContent
+from mcp import MCPError
 
-from .helpers import ASYNCAI, SIMPLE, HttpServe, serve_http
+from .helpers import (
+    ASYNCAI,
+    ENV,
+    INITIALIZE,
+    PROTOCOL,
+    RAW_HEADERS,
+    SIMPLE,
+    TOKEN,
+    HttpServe,
+    client,
+    log,
+    run_code,
+    serve_http,
+    wait_for_log,
+)
 
 pytestmark = pytest.mark.anyio
-
-TOKEN = "s3cret-test-token"
-ENV = {"ASYNCAI_MCP_TOKEN": TOKEN, "HOME": "/nonexistent-home"}
-PROTOCOL = "2025-11-25"
-RAW_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
 
 
 @dataclass
@@ -91,40 +91,11 @@ def shared() -> Iterator[HttpServe]:
         yield served
 
 
-@asynccontextmanager
-async def client(url: str, token: str | None = TOKEN, **headers: str) -> AsyncIterator[Client]:
-    """A legacy (handshake, ``Mcp-Session-Id``) SDK client session."""
-    if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as hc:
-        transport = streamable_http_client(url, http_client=hc, max_sse_event_size=None)
-        async with Client(transport, mode="legacy") as session:
-            yield session
-
-
-async def run_code(session: Client, code: str) -> dict[str, Any]:
-    result = await session.call_tool("run_code", {"code": code})
-    content: dict[str, Any] | None = result.structured_content
-    assert content is not None and set(content) == {"result", "nested_calls"}
-    [text] = result.content
-    assert isinstance(text, TextContent) and content["result"] == text.text
-    return content
-
-
 async def refused_by_sdk_client(url: str, token: str | None = TOKEN, **headers: str) -> None:
     with pytest.raises(ExceptionGroup) as refused:
         async with client(url, token, **headers):
             pass
     assert refused.group_contains(MCPError, match="error response", depth=2)
-
-
-def log(served: HttpServe) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in list(served.stderr_lines) if line.startswith("{")]
-
-
-async def wait_for_log(served: HttpServe, found: Callable[[list[dict[str, Any]]], Any]) -> Any:
-    """Wait (in a thread, woken by each new stderr line) until ``found`` holds for the log."""
-    return await anyio.to_thread.run_sync(lambda: served.wait_for(lambda _: found(log(served))))
 
 
 def sessions_that_ran(events: list[dict[str, Any]]) -> list[str]:

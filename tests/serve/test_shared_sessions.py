@@ -28,8 +28,21 @@ from tests.fakes.round_robin import RoundRobin, round_robin
 from tests.fakes.servers import free_port
 from tests.fakes.slow_site import SlowSite, slow_site
 
-from .helpers import ASYNCAI, SIMPLE, HttpServe, serve_http
-from .test_http import ENV, INITIALIZE, PROTOCOL, RAW_HEADERS, TOKEN, client, log, run_code, wait_for_log
+from .helpers import (
+    ASYNCAI,
+    ENV,
+    INITIALIZE,
+    PROTOCOL,
+    RAW_HEADERS,
+    SIMPLE,
+    TOKEN,
+    HttpServe,
+    client,
+    log,
+    run_code,
+    serve_http,
+    wait_for_log,
+)
 
 pytestmark = pytest.mark.anyio
 

@@ -18,30 +18,13 @@ from asyncai.code_mode.catalog.description import DEFAULT_CATALOG_BUDGET, run_co
 from asyncai.code_mode.catalog.stubs import render_stub
 from asyncai.tools import McpServers, stdio_spec
 from asyncai.tools.mcp.results import tool_definition
+from tests.code_mode.catalog.queries import QUERIES
 from tests.fakes.big_server import generate
 
 pytestmark = pytest.mark.anyio
 
-BIG_SERVER = f"{sys.executable} {Path(__file__).parent.parent / 'fakes' / 'big_server.py'}"
+BIG_SERVER = f"{sys.executable} {Path(__file__).parents[2] / 'fakes' / 'big_server.py'}"
 BIN = Path(sys.executable).parent
-
-QUERIES = {
-    "delete a kv namespace": "kv_namespace_delete",
-    "run a SQL query on a D1 database": "d1_database_query",
-    "upload an image": "image_upload",
-    "purge the cache of a zone": "zone_purge_cache",
-    "create a DNS record": "dns_record_create",
-    "list R2 buckets in the EU": "r2_bucket_list_eu",
-    "rollback a worker script": "worker_script_rollback",
-    "send a message to a queue": "queue_send_message",
-    "renew an SSL certificate": "ssl_certificate_renew",
-    "rotate the turnstile secret": "turnstile_widget_rotate_secret",
-    "invite a member again": "account_member_resend_invite",
-    "query a vector index": "vectorize_index_query",
-    "tail worker logs": "worker_script_tail_logs",
-    "health of a load balancer pool": "lb_pool_health",
-    "presigned URL for an R2 object": "r2_object_presign_url",
-}
 
 
 @pytest.fixture(scope="module")

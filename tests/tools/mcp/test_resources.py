@@ -5,24 +5,15 @@ from __future__ import annotations
 
 import base64
 import io
-import shlex
-import sys
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 
 from asyncai.tools import McpServers, ResourceError, stdio_spec
 from tests.fakes.logs import captured_log
-from tests.fakes.servers import server_command
+from tests.fakes.servers import resource_server, server_command
 
 pytestmark = pytest.mark.anyio
-
-RESOURCE_SERVER = Path(__file__).with_name("resource_server.py")
-
-
-def resource_server(name: str) -> str:
-    return shlex.join([sys.executable, str(RESOURCE_SERVER), name])
 
 
 @pytest.fixture
