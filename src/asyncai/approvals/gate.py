@@ -14,16 +14,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from asyncai.log import json_safe
 from asyncai.wording import setting
 
 MutationPolicy = Literal["allow", "ask", "deny"]
-"""``--mutations``: what a nested call to a tool that may change the world needs ."""
+"""What a nested call to a tool that may change the world needs (``mutations=``)."""
 MUTATION_POLICIES: tuple[MutationPolicy, ...] = ("allow", "ask", "deny")
 ARGUMENT_PREVIEW_CHARS = 120
 
 
 def _compact(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))  # ASCII: nothing that does not print
+    # json_safe: a snippet can pass anything (bytes, sets, huge ints); ASCII: nothing that does not print.
+    return json.dumps(json_safe(value), separators=(",", ":"))
+
+
+def _plain(value: Any) -> bool:
+    """Shown as Python shows it (an int past 4,300 digits has no ``repr``)."""
+    return isinstance(value, str | float | bool) or (isinstance(value, int) and value.bit_length() < 4000)
 
 
 @dataclass(frozen=True)
@@ -41,7 +48,10 @@ class ApprovalRequest:
         characters) escaped, so what a person approves is what runs."""
         parts = []
         for name, value in self.arguments.items():
-            text = repr(value) if isinstance(value, str | int | float | bool) else _compact(value)
+            plain = isinstance(value, str | float | bool) or (
+                isinstance(value, int) and value.bit_length() < 4000
+            )
+            text = repr(value) if plain else _compact(value)
             if len(text) > limit:
                 text = f"{text[:limit]}... ({len(text) - limit} more chars)"
             parts.append(f"{name}={text}")

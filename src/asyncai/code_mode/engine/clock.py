@@ -32,9 +32,12 @@ class WallClock:
         self._loop.call_soon_threadsafe(self._expire_within, seconds)
 
     def _expire_within(self, seconds: float) -> None:
+        if self._pauses > 0:  # applies when the pause ends: the grace must not be lost
+            self._remaining = seconds if self._remaining is None else min(self._remaining, seconds)
+            return
         when = self._timeout.when()
         deadline = self._loop.time() + seconds
-        if self._pauses == 0 and (when is None or deadline < when):
+        if when is None or deadline < when:
             self._timeout.reschedule(deadline)
 
     @contextlib.asynccontextmanager

@@ -54,6 +54,7 @@ class WorkerRoom:
         deadline = asyncio.get_running_loop().time() + self.timeout
         async with self._entering:
             while len(self.holders) + self._reserved >= self.limit:
+                self._changed.clear()  # before looking: a poke while a park is tried is not missed
                 idle = [s for s in self.holders if s is not scope and not s.running]
                 if idle:
                     oldest = min(idle, key=lambda s: s.last_used)
@@ -65,7 +66,6 @@ class WorkerRoom:
 
     async def _wait_for_a_snippet(self, deadline: float) -> None:
         remaining = deadline - asyncio.get_running_loop().time()
-        self._changed.clear()  # no await since the holders were looked at: no poke is missed
         try:
             await asyncio.wait_for(self._changed.wait(), max(remaining, 0))
         except TimeoutError:
