@@ -13,7 +13,8 @@ from asyncai.code_mode.catalog.entries import build_catalog
 from asyncai.code_mode.catalog.search import ToolFinder
 from asyncai.code_mode.engine.repl import ReplScope, ScopeSetup
 from asyncai.code_mode.limits import CodeModeLimits
-from asyncai.code_mode.sandbox.sandboxes import Sandbox, SandboxConfig
+from asyncai.code_mode.sandbox.config import SandboxConfig
+from asyncai.code_mode.sandbox.sandboxes import open_sandbox
 from asyncai.code_mode.sandbox.workers import WorkerRoom
 from asyncai.code_mode.scopes import ReplScopes
 from asyncai.state.stores import StateStore
@@ -49,7 +50,7 @@ class CodeMode(ToolSource):
         self.limits = limits or CodeModeLimits()
         inner_tools = inner.tools()
         self.catalog = build_catalog(inner_tools)
-        self.sandbox = Sandbox(sandbox or SandboxConfig(), self.limits)
+        self.sandbox = open_sandbox(sandbox or SandboxConfig(), self.limits)
         self._setup = ScopeSetup(
             run_code=self._definition(inner_tools),
             catalog=self.catalog,

@@ -1,8 +1,10 @@
-"""Where snippets run: pydantic-monty workers, local (``pool``) or over WebSocket (``remote``).
+"""Where snippets run, behind one small interface: ``Sandbox`` hands out REPL sessions on workers.
 
-Every REPL scope is one checked-out worker session. The pool is sized for the thread LRU plus
-per-run scopes, and a checkout that finds no free worker fails after ``checkout_timeout`` instead
-of waiting forever (pydantic-monty's default).
+Two implementations: ``PoolSandbox`` runs pydantic-monty worker processes on this machine,
+``RemoteSandbox`` uses workers behind a WebSocket server (the scale-out path). Both bound the
+workers alive at once (``max_workers``, the same bound the ``WorkerRoom`` keeps), and a checkout
+that finds no free worker fails after ``checkout_timeout`` instead of waiting forever
+(pydantic-monty's default). A pool is closed even when its owner never closes it (``guard.py``).
 """
 
 from __future__ import annotations
@@ -11,60 +13,67 @@ import asyncio
 import contextlib
 import os
 import signal
+from typing import Literal, Protocol
 
 import pydantic_monty as pm
 
 from asyncai.code_mode.engine.type_check import SCRIPT_NAME
 from asyncai.code_mode.limits import CodeModeLimits
-from asyncai.code_mode.sandbox.config import SANDBOX_KINDS, SandboxConfig, SandboxConfigError, SandboxKind
-
-__all__ = ["SANDBOX_KINDS", "Sandbox", "SandboxConfig", "SandboxConfigError", "SandboxKind", "release"]
-
-# pydantic-monty 1.4 can abort at interpreter exit while its runtime threads still post to the
-# loop; keeping the loop alive briefly after closing the pool avoids it (monty guide, bug 1).
-_EXIT_GRACE_SECONDS = 0.05
+from asyncai.code_mode.sandbox.config import SandboxConfig
+from asyncai.code_mode.sandbox.guard import Pool, PoolGuard
 
 
-Pool = pm.AsyncMonty | pm.AsyncMontyWebsocket
+class Sandbox(Protocol):
+    """Hands out REPL sessions, each on a worker of its own, and closes them all."""
 
+    config: SandboxConfig
+    limits: CodeModeLimits
 
-class Sandbox:
-    """Owns the worker pool; ``checkout`` hands out one REPL session."""
-
-    def __init__(self, config: SandboxConfig, limits: CodeModeLimits) -> None:
-        self.config = config
-        self.limits = limits
-        self.kind = config.resolved_kind()
-        self._pool: Pool | None = None
-        self._lock = asyncio.Lock()
-
-    async def _ensure_pool(self) -> Pool:
-        async with self._lock:
-            if self._pool is None:
-                pool: Pool
-                if self.kind == "remote":
-                    assert self.config.monty_url is not None
-                    pool = pm.AsyncMontyWebsocket(
-                        self.config.monty_url,
-                        max_processes=self.config.max_workers,
-                        checkout_timeout=self.config.checkout_timeout,
-                        request_timeout=self.limits.hard_timeout,
-                    )
-                else:
-                    pool = pm.AsyncMonty(
-                        min_processes=1,
-                        max_processes=self.config.max_workers,
-                        checkout_timeout=self.config.checkout_timeout,
-                        request_timeout=self.limits.hard_timeout,
-                    )
-                await pool.__aenter__()
-                self._pool = pool
-            return self._pool
+    @property
+    def kind(self) -> Literal["pool", "remote"]:
+        """``pool``: workers are this machine's processes (their pids can be watched)."""
+        ...
 
     async def checkout(self, type_check_stubs: str | None = None) -> pm.AsyncMontySession:
         """A new, entered session; the caller ends it with ``release``. With ``type_check_stubs``
         (and the type check on) every feed is checked against them unless it says to skip."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class _MontySandbox:
+    """What both sandboxes share: a pool made on first use, checkouts with the limits, the guard."""
+
+    kind: Literal["pool", "remote"]
+
+    def __init__(self, config: SandboxConfig, limits: CodeModeLimits) -> None:
+        self.config = config
+        self.limits = limits
+        self._pool: Pool | None = None
+        self._guard: PoolGuard | None = None
+        self._lock = asyncio.Lock()
+
+    def _new_pool(self) -> Pool:
+        raise NotImplementedError
+
+    async def _ensure_pool(self) -> Pool:
+        async with self._lock:
+            guard = self._guard
+            if guard is not None and guard.closed:  # its loop ended (an earlier asyncio.run)
+                self._pool, self._guard = None, None
+            elif guard is not None:
+                guard.follow_loop()
+            if self._pool is None:
+                pool = self._new_pool()
+                await pool.__aenter__()
+                self._pool = pool
+                self._guard = PoolGuard(pool, self, local=self.kind == "pool")
+            return self._pool
+
+    async def checkout(self, type_check_stubs: str | None = None) -> pm.AsyncMontySession:
         pool = await self._ensure_pool()
+        guard = self._guard
         checked = self.config.type_check and type_check_stubs is not None
         session = pool.checkout(
             script_name=SCRIPT_NAME,
@@ -80,14 +89,50 @@ class Sandbox:
             },
         )
         await session.__aenter__()
+        if guard is not None:
+            guard.checked_out(session)
         return session
 
     async def aclose(self) -> None:
         async with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.__aexit__(None, None, None)
-            await asyncio.sleep(_EXIT_GRACE_SECONDS)
+            guard, self._guard, self._pool = self._guard, None, None
+        if guard is not None:
+            await guard.close()
+
+
+class PoolSandbox(_MontySandbox):
+    """Worker processes on this machine (pydantic-monty's ``AsyncMonty``)."""
+
+    kind: Literal["pool", "remote"] = "pool"
+
+    def _new_pool(self) -> Pool:
+        return pm.AsyncMonty(
+            min_processes=1,
+            max_processes=self.config.max_workers,
+            checkout_timeout=self.config.checkout_timeout,
+            request_timeout=self.limits.hard_timeout,
+        )
+
+
+class RemoteSandbox(_MontySandbox):
+    """Workers behind a WebSocket server (pydantic-monty's ``AsyncMontyWebsocket``)."""
+
+    kind: Literal["pool", "remote"] = "remote"
+
+    def _new_pool(self) -> Pool:
+        assert self.config.monty_url is not None  # resolved_kind() said remote
+        return pm.AsyncMontyWebsocket(
+            self.config.monty_url,
+            max_processes=self.config.max_workers,
+            checkout_timeout=self.config.checkout_timeout,
+            request_timeout=self.limits.hard_timeout,
+        )
+
+
+def open_sandbox(config: SandboxConfig, limits: CodeModeLimits) -> Sandbox:
+    """The sandbox ``config`` asks for (``SandboxConfigError`` when it cannot be had)."""
+    kind = PoolSandbox if config.resolved_kind() == "pool" else RemoteSandbox
+    return kind(config, limits)
 
 
 async def release(session: pm.AsyncMontySession, *, discard: bool = False) -> None:
@@ -96,9 +141,12 @@ async def release(session: pm.AsyncMontySession, *, discard: bool = False) -> No
     if discard and pid is not None and _is_monty_worker(pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
-    # A dead or crashed session has nothing left to release.
-    with contextlib.suppress(Exception):
-        await session.__aexit__(None, None, None)
+    try:
+        with contextlib.suppress(Exception):  # a dead or crashed session has nothing left to release
+            await session.__aexit__(None, None, None)
+    finally:
+        for guard in PoolGuard.live:  # one per open pool: a few at most
+            guard.released(session)
 
 
 def _is_monty_worker(pid: int) -> bool:
