@@ -4,27 +4,16 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from mcp.server.mcpserver.exceptions import ToolError
 
 from asyncai.code_mode import CodeMode, CodeModeLimits
 from asyncai.code_mode.engine.repl import ReplScope
-from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
-
-OBJECT: dict[str, Any] = {"type": "object"}
-
-
-def _tool(name: str, properties: dict[str, Any], required: list[str], **flags: bool) -> ToolDefinition:
-    return ToolDefinition(
-        name=name,
-        description=f"test tool {name}",
-        input_schema={"type": "object", "properties": properties, "required": required},
-        output_schema=OBJECT if flags.get("schema") else None,
-        read_only=flags.get("read_only", True),
-        destructive=flags.get("destructive", False),
-    )
+from asyncai.tools.functions import FunctionTools, tool
+from asyncai.tools.types import ToolCallOutput, ToolSource
 
 
 @dataclass
@@ -35,23 +24,56 @@ class CallSpan:
     ended: float = 0.0
 
 
-@dataclass
-class FakeExecutor(ToolSource):
-    """In-memory tools: ``wait`` sleeps, ``blob`` returns N bytes of JSON, ``fail`` errors,
-    ``hang`` never returns, ``delete-item`` is destructive, ``pods`` returns a pod list."""
+@tool(read_only=True)
+async def wait(seconds: float, tag: str = "") -> dict[str, Any]:
+    """Sleep ``seconds``."""
+    await asyncio.sleep(seconds)
+    return {"waited": seconds, "tag": tag or None}
 
-    spans: list[CallSpan] = field(default_factory=list)
-    on_call: Callable[[], None] | None = None
 
-    def tools(self) -> list[ToolDefinition]:
-        return [
-            _tool("wait", {"seconds": {"type": "number"}, "tag": {"type": "string"}}, ["seconds"]),
-            _tool("blob", {"size": {"type": "integer"}}, ["size"]),
-            _tool("fail", {"message": {"type": "string"}}, []),
-            _tool("hang", {}, []),
-            _tool("pods", {"namespace": {"type": "string"}}, [], schema=True),
-            _tool("delete-item", {"name": {"type": "string"}}, ["name"], read_only=False, destructive=True),
-        ]
+@tool(read_only=True)
+def blob(size: int) -> Any:
+    """About ``size`` bytes of JSON text, as an MCP server answers."""
+    count = max(1, size // 100)
+    items = [{"metadata": {"name": f"cm-{i}"}, "n": i, "pad": "x" * 58} for i in range(count)]
+    return json.dumps({"items": items})
+
+
+@tool(read_only=True)
+def fail(message: str = "it failed") -> Any:
+    """Fail with ``message``."""
+    raise ToolError(message)
+
+
+@tool(read_only=True)
+async def hang() -> Any:
+    """Never return."""
+    await asyncio.Event().wait()
+
+
+@tool(read_only=True)
+def pods(namespace: str = "") -> dict[str, Any]:
+    """Ten pods, three not running."""
+    phases = ["Running"] * 7 + ["Pending", "Failed", "Running"]
+    return {
+        "items": [{"metadata": {"name": f"pod-{i}"}, "status": {"phase": p}} for i, p in enumerate(phases)]
+    }
+
+
+@tool(name="delete-item", destructive=True)
+def delete_item(name: str) -> Any:
+    """Delete one item."""
+    return f"deleted {name}"
+
+
+class FakeExecutor(FunctionTools):
+    """In-memory tools (``wait``, ``blob``, ``fail``, ``hang``, ``pods``, the destructive
+    ``delete-item``) whose calls are recorded as spans; ``on_call`` runs as each call starts."""
+
+    def __init__(self) -> None:
+        super().__init__([wait, blob, fail, hang, pods, delete_item])
+        self.spans: list[CallSpan] = []
+        self.on_call: Callable[[], None] | None = None
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput:
         span = CallSpan(name, arguments, time.perf_counter())
@@ -59,29 +81,9 @@ class FakeExecutor(ToolSource):
         if self.on_call is not None:
             self.on_call()
         try:
-            return await self._answer(name, arguments)
+            return await super().call_tool(name, arguments)
         finally:
             span.ended = time.perf_counter()
-
-    async def _answer(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput:
-        if name == "wait":
-            await asyncio.sleep(arguments["seconds"])
-            return ToolCallOutput(json.dumps({"waited": arguments["seconds"], "tag": arguments.get("tag")}))
-        if name == "blob":
-            count = max(1, arguments["size"] // 100)
-            items = [{"metadata": {"name": f"cm-{i}"}, "n": i, "pad": "x" * 58} for i in range(count)]
-            return ToolCallOutput(json.dumps({"items": items}))
-        if name == "fail":
-            return ToolCallOutput.error(arguments.get("message", "it failed"))
-        if name == "hang":
-            await asyncio.Event().wait()
-        if name == "pods":
-            phases = ["Running"] * 7 + ["Pending", "Failed", "Running"]
-            items = [{"metadata": {"name": f"pod-{i}"}, "status": {"phase": p}} for i, p in enumerate(phases)]
-            return ToolCallOutput(json.dumps({"items": items}))
-        if name == "delete-item":
-            return ToolCallOutput(f"deleted {arguments['name']}")
-        return ToolCallOutput.error(f"unknown tool {name}")
 
 
 @pytest.fixture

@@ -41,7 +41,7 @@ async def test_gather_runs_two_tools_concurrently_and_returns_one_small_value(
                 "tool": "wait",
                 "arguments": {"seconds": 0.5, "tag": tag},
                 "is_error": False,
-                "bytes": len(json.dumps({"waited": 0.5, "tag": tag})),
+                "bytes": len(json.dumps({"waited": 0.5, "tag": tag}, separators=(",", ":"))),
                 "mutating": False,
             }
             for tag in ("a", "b")
@@ -68,9 +68,11 @@ async def test_tool_error_raises_a_catchable_runtime_error(code_mode: CodeMode) 
         'try:\n    await fail(message="disk on fire")\nexcept RuntimeError as e:\n    caught = str(e)\ncaught'
     )
     output = await run(code_mode, code)
-    assert (output.content, output.is_error) == ("disk on fire", False)
+    assert (output.content, output.is_error) == ("Error executing tool fail: disk on fire", False)
     uncaught = await run(code_mode, 'await fail(message="boom")')
-    assert uncaught.is_error and uncaught.content.rstrip().endswith("RuntimeError: boom")
+    assert uncaught.is_error and uncaught.content.rstrip().endswith(
+        "RuntimeError: Error executing tool fail: boom"
+    )
 
 
 @pytest.mark.parametrize(
