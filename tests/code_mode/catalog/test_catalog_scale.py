@@ -74,10 +74,18 @@ async def test_plain_language_queries_find_the_intended_tool_in_the_top_five(
         if intended not in names
     }
     assert not misses
-    [first, *_, more] = json.loads(await run(big, 'await search_tools(query="delete a kv namespace")'))
+    [first, *_, last] = json.loads(await run(big, 'await search_tools(query="delete a kv namespace")'))
     assert set(first) == {"name", "summary", "signature"} and first["name"] == "kv_namespace_delete"
     assert first["signature"] == "kv_namespace_delete(*, account_id: str, kv_namespace_id: str) -> Any"
-    assert more["more"].startswith("showing 10 of ")
+    assert set(last) == {"name", "summary", "signature", "more"} and last["more"].startswith("showing 10 of ")
+
+
+async def test_the_natural_comprehension_over_search_results_reads_only_matches(big: CodeMode) -> None:
+    """More than five of 3,000 tools match: every element is still a match with a name."""
+    code = '[t["name"] for t in await search_tools(query="create a dns record", limit=5)]'
+    names = json.loads(await run(big, code))
+    assert len(names) == 5 and all(isinstance(name, str) and name for name in names)
+    assert "dns_record_create" in names
 
 
 async def test_describe_tool_gives_the_full_stub_and_any_tool_can_be_called(

@@ -17,7 +17,7 @@ SEARCH_TOOLS: Final = ToolDefinition(
     description=(
         "The catalog functions that best match a plain-language query (BM25 over names, descriptions "
         "and parameter names), best first. name is the Python name to call. When more functions "
-        'matched than limit, a last {"more": "showing 10 of 143 ..."} entry says so.'
+        'matched than limit, the last match has a "more" key saying so ("showing 10 of 143 ...").'
     ),
     input_schema={
         "type": "object",
@@ -35,7 +35,9 @@ SEARCH_TOOLS: Final = ToolDefinition(
                 "name": {"type": "string"},
                 "summary": {"type": "string"},
                 "signature": {"type": "string"},
+                "more": {"type": "string", "description": "on the last match only: how many were left out"},
             },
+            "required": ["name", "summary", "signature"],
         },
     },
     read_only=True,

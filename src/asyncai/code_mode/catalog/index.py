@@ -24,7 +24,7 @@ The catalog has {total} functions; their stubs would take {full} characters, so 
 follows{listed_note}. Every function can be called, listed or not, and its arguments are checked \
 as usual. From a snippet, without a model round trip:
 - await search_tools(query="delete a kv namespace", limit=10) -> list of {{"name", "summary", \
-"signature"}}, best match first; a last {{"more": ...}} entry says how many matches were left out.
+"signature"}}, best match first; when more matched, the last match's "more" key says how many.
 - await describe_tool(name="...") -> the function's full stub (signature, docstring, Returns:).
 - shape(x) -> one line sketching any value's structure (keys, types, list lengths), to read a \
 result marked -> Any without printing it.

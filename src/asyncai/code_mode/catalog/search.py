@@ -144,10 +144,9 @@ class ToolFinder:
                     "signature": signature(render_stub(hit.name, entry.tool)),
                 }
             )
-        if total > len(found):
-            found.append(
-                {"more": f"showing {len(found)} of {total} matches: raise limit or narrow the query"}
-            )
+        if found and total > len(found):
+            # On the last match, not as an element of its own: a loop over the list sees only matches.
+            found[-1]["more"] = f"showing {len(found)} of {total} matches: raise limit or narrow the query"
         return found
 
     def answer(self, definition: ToolDefinition, arguments: Mapping[str, Any]) -> Payload:
