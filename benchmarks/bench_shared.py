@@ -76,11 +76,11 @@ async def session(url: str) -> AsyncIterator[Client]:
 
 
 async def run_code(client: Client, code: str) -> str:
-    """The snippet's value, without the variables note serve-mcp appends after a blank line."""
+    """The snippet's value: the first content block (the variables note, when sent, is the second)."""
     result = await client.call_tool("run_code", {"code": code})
-    [text] = result.content
+    text = result.content[0]
     assert isinstance(text, TextContent) and not result.is_error, text
-    return text.text.split("\n\n")[0]
+    return text.text
 
 
 @dataclass(frozen=True)

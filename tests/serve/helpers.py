@@ -130,9 +130,12 @@ async def client(url: str, token: str | None = TOKEN, **headers: str) -> AsyncIt
 async def run_code(session: Client, code: str) -> dict[str, Any]:
     result = await session.call_tool("run_code", {"code": code})
     content: dict[str, Any] | None = result.structured_content
-    assert content is not None and set(content) == {"result", "nested_calls"}
-    [text] = result.content
+    assert content is not None and {"result", "nested_calls", "nested_call_counts"} <= set(content)
+    text, *note = result.content
     assert isinstance(text, TextContent) and content["result"] == text.text
+    assert [block.text for block in note if isinstance(block, TextContent)] == (
+        [content["variables"]] if "variables" in content else []
+    )
     return content
 
 

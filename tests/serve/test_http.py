@@ -128,7 +128,7 @@ async def test_gathered_calls_return_the_filtered_value_and_the_audit(
     )
     async with client(shared.url) as session:
         content = await run_code(session, code)
-    assert content["result"].split("\n\n")[0] == '["/a:50","/b:50"]', "only the filtered value"
+    assert content["result"] == '["/a:50","/b:50"]', "only the filtered value"
     calls = sorted(content["nested_calls"], key=lambda call: call["arguments"]["url"])
     assert [call["arguments"] for call in calls] == [{"url": f"{site.url}/a"}, {"url": f"{site.url}/b"}]
     for call in calls:

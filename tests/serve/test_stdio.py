@@ -15,6 +15,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import stdio_client
 
+from asyncai.code_mode.engine.contract import NO_OUTPUT_TEXT
 from tests.serve.helpers import stdio_params
 from tests.third_party import npm_server, pypi_server
 
@@ -28,7 +29,17 @@ async def run_code(client: Client, code: str) -> mt.CallToolResult:
 
 
 def text(result: mt.CallToolResult) -> str:
-    [block] = result.content
+    """The snippet's value: the first content block."""
+    block = result.content[0]
+    assert isinstance(block, mt.TextContent)
+    return block.text
+
+
+def note(result: mt.CallToolResult) -> str | None:
+    """The variables note: a second block, sent when it changed."""
+    if len(result.content) < 2:
+        return None
+    [_, block] = result.content
     assert isinstance(block, mt.TextContent)
     return block.text
 
@@ -69,10 +80,10 @@ async def test_a_session_keeps_its_variables_and_the_note_comes_when_it_changes(
         third = await run_code(client, "y = [1, 2]")
         gone = "try:\n    x\n    r = 'kept'\nexcept NameError:\n    r = 'gone'\nr"
         restarted = await client.call_tool("run_code", {"code": gone, "restart": True})
-    assert "[run_code variables still in scope: x: int]" in text(first)
-    assert text(second) == "42"  # same variables: no note again
-    assert "y: list[2]" in text(third)
-    assert text(restarted) == "gone\n\n[run_code variables still in scope: r: str[4]]"  # x and y went
+    assert (text(first), note(first)) == (NO_OUTPUT_TEXT, "[run_code variables still in scope: x: int]")
+    assert (text(second), note(second)) == ("42", None)  # same variables: no note again
+    assert "y: list[2]" in (note(third) or "")
+    assert (text(restarted), note(restarted)) == ("gone", "[run_code variables still in scope: r: str[4]]")
 
 
 async def test_ten_megabytes_from_a_wrapped_tool_reach_the_client_as_a_small_value() -> None:
@@ -194,3 +205,22 @@ async def test_a_wrapped_servers_new_tool_reaches_the_catalog_and_the_client_is_
     assert not kept.is_error and text(grown).startswith("added fresh_tool")
     assert "fresh_tool" not in before and "async def fresh_tool(" in after
     assert text(used).startswith('["fresh_tool",5]')
+
+
+async def test_the_first_block_is_the_bare_value_and_the_audit_is_bounded() -> None:
+    snippet = (
+        "calls = await asyncio.gather(*(echo(text=str(n)) for n in range(30)))\n"
+        "kept = len(calls)\n"
+        '{"echoed": kept, "last": calls[-1]}'
+    )
+    async with Client(
+        stdio_client(stdio_params("--mcp-stdio", TEST_SERVER, "--code-max-calls", "100"))
+    ) as client:
+        result = await run_code(client, snippet)
+    assert not result.is_error, text(result)
+    assert json.loads(text(result)) == {"echoed": 30, "last": "29"}  # parses as it is
+    assert note(result) is not None and "kept: int" in (note(result) or "")
+    content = result.structured_content
+    assert content is not None and content["result"] == text(result) and content["variables"] == note(result)
+    assert len(content["nested_calls"]) == 20 and content["nested_calls_left_out"] == 10
+    assert content["nested_call_counts"] == {"total": 30, "failed": 0, "mutating": 0, "refused": 0}

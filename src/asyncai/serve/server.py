@@ -4,8 +4,9 @@ The client sees ``run_code`` with the description and catalog the agent's model 
 ``CodeMode``, not a copy); ``--expose-direct`` adds the wrapped tools unchanged. Each
 client session has its own REPL (stdio: the connection; HTTP: the ``Mcp-Session-Id``); a
 stateless request (the 2026-07-28 protocol over HTTP has no session) gets a fresh one. The
-variables note, which in the agent rides on the next user message, ends the ``run_code`` result
-here, when it changed. The result's structured content carries the text and the audit.
+result's first content block is the snippet's value alone; the variables note (which in the agent
+rides on the next user message) follows as a second block when it changed. The structured content
+carries both and a bounded audit of the nested calls.
 """
 
 from __future__ import annotations
@@ -33,18 +34,47 @@ from asyncai.tools.types import ToolCallOutput
 
 STDIO_SESSION = "stdio"
 HTTP_PREFIX = "http:"
+AUDIT_CALLS_SHOWN = 20
+"""Nested calls listed in a result's structured content; the rest are counted (a client may show
+structured content to its model, which pays for it in context)."""
 RUN_CODE_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "result": {"type": "string", "description": "what the snippet returned, as the text content"},
+        "result": {"type": "string", "description": "what the snippet returned: the first content block"},
+        "variables": {
+            "type": "string",
+            "description": "the variables the REPL holds, when that changed: the second content block",
+        },
         "nested_calls": {
             "type": "array",
-            "description": "every MCP call the snippet made: tool, arguments, is_error, bytes, mutating",
+            "description": f"the first {AUDIT_CALLS_SHOWN} MCP calls the snippet made: tool, arguments, "
+            "is_error, bytes, mutating",
             "items": {"type": "object"},
         },
+        "nested_call_counts": {
+            "type": "object",
+            "description": "every call the snippet made, counted: total, failed, mutating, refused",
+        },
+        "nested_calls_left_out": {"type": "integer", "description": "calls not listed in nested_calls"},
     },
-    "required": ["result", "nested_calls"],
+    "required": ["result", "nested_calls", "nested_call_counts"],
 }
+
+
+def audit_content(calls: list[dict[str, Any]], shown: int = AUDIT_CALLS_SHOWN) -> dict[str, Any]:
+    """A snippet's nested calls for structured content: the first ``shown``, counts of all."""
+    counts = {
+        "total": len(calls),
+        "failed": sum(bool(call.get("is_error")) and not call.get("refused") for call in calls),
+        "mutating": sum(bool(call.get("mutating")) for call in calls),
+        "refused": sum(bool(call.get("refused")) for call in calls),
+    }
+    content: dict[str, Any] = {"nested_calls": calls[:shown], "nested_call_counts": counts}
+    if len(calls) > shown:
+        content["nested_calls_left_out"] = len(calls) - shown
+    return content
+
+
 DEFAULT_IDLE_TIMEOUT = 30 * 60.0
 """A session's REPL is closed after this long without a call (the SDK's HTTP session default)."""
 INSTRUCTIONS = (
@@ -155,12 +185,17 @@ class CodeModeServer:
             async with self.scopes.use(key) as use:
                 output = await use.scope.call_tool(RUN_CODE, arguments, approver=approver)
             note = self.scopes.note_if_changed(key, use.scope.context_note()) if key is not None else None
-        text = f"{output.content}\n\n{note}" if note else output.content
         audit = (output.audit or {}).get("nested_calls", [])
         log_event("serve.run_code", session=key, is_error=output.is_error, nested_calls=len(audit))
+        # The value on its own first, so a program can parse it; the note, when it changed, after.
+        blocks = [mt.TextContent(type="text", text=output.content)]
+        structured: dict[str, Any] = {"result": output.content}
+        if note:
+            blocks.append(mt.TextContent(type="text", text=note))
+            structured["variables"] = note
         return mt.CallToolResult(
-            content=[mt.TextContent(type="text", text=text)],
-            structured_content={"result": text, "nested_calls": audit},
+            content=list(blocks),
+            structured_content={**structured, **audit_content(audit)},
             is_error=output.is_error,
         )
 
