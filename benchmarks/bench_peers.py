@@ -168,11 +168,11 @@ class Outcome:
     text: str
     structured_chars: int | None = None
     note_chars: int | None = None
-    """asyncai in-process: its variables note, which the runtime puts into the next user message."""
+    """asyncai's variables note: in-process the runtime puts it into the next user message, over MCP
+    serve-mcp sends it as a second content block."""
 
     def value(self) -> Any:
-        # serve-mcp appends a note on the REPL's variables after a blank line when they change.
-        return json.loads(self.text.split("\n\n", 1)[0])
+        return json.loads(self.text)
 
 
 def check(harness: str, scenario: str, outcome: Outcome) -> None:
@@ -314,9 +314,11 @@ class OverMcp:
         start = time.perf_counter()
         result = await self.client.call_tool(self.tool, {"code": code})
         elapsed = time.perf_counter() - start
-        text = "".join(getattr(block, "text", "") for block in result.content)
+        # The value is the first block; serve-mcp sends the variables note as a second one.
+        text, *rest = [getattr(block, "text", "") for block in result.content] or [""]
         structured = None if result.structured_content is None else len(json.dumps(result.structured_content))
-        return Outcome(elapsed, text, structured), bool(result.is_error)
+        note_chars = sum(len(more) for more in rest) or None
+        return Outcome(elapsed, text, structured, note_chars), bool(result.is_error)
 
     async def run_code(self, code: str) -> Outcome:
         outcome, is_error = await self.call(code)
@@ -405,7 +407,7 @@ def chars_note(ours: str, theirs: str, pair: Pair) -> str:
     first, peer = pair.ours_first, pair.theirs_first
     note = f"chars to the model: {ours} {len(first.text):,}, {theirs} {len(peer.text):,}"
     if first.note_chars:
-        note += f"; asyncai's variables note, {first.note_chars:,} chars, goes into the next user message"
+        note += f"; asyncai's variables note adds {first.note_chars:,} chars"
     structured = [
         f"{label} {outcome.structured_chars:,}"
         for label, outcome in ((ours, first), (theirs, peer))

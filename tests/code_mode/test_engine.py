@@ -6,10 +6,14 @@ import dataclasses
 import json
 import os
 import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from asyncai.code_mode import CodeMode, SandboxConfig
+from asyncai.tools import McpServers, stdio_spec
 from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor, run, worker_pid
 from tests.fakes.logs import captured_log
 
@@ -262,3 +266,49 @@ async def test_more_threads_than_workers_park_and_keep_their_variables(
     for number in range(10):  # each one is restored in turn, parking another
         assert (await run(code_mode.scopes.get(f"t{number}"), "mine")).content == f"t{number}"
         assert len(holders) <= 8
+
+
+SIMPLE_SERVER = str(Path(sys.executable).parent / "asyncai-mcp-simple")
+
+
+@pytest.fixture(params=[True, False], ids=["type-check", "host-check"])
+async def simple(request: pytest.FixtureRequest) -> AsyncIterator[CodeMode]:
+    """The bundled http_get server (the issue's own example), checked before running or not."""
+    sandbox = SandboxConfig(type_check=request.param)
+    async with (
+        McpServers([stdio_spec(SIMPLE_SERVER)]) as mcp,
+        CodeMode(mcp, TEST_LIMITS, sandbox) as code_mode,
+    ):
+        yield code_mode
+
+
+async def test_call_mistakes_are_worded_as_python_words_them_whichever_check_finds_them(
+    simple: CodeMode,
+) -> None:
+    positional = await run(simple, "await http_get('http://x/small.json')")
+    assert (
+        "TypeError: http_get() takes keyword arguments only; write http_get(url='http://x/small.json')"
+        in (positional.content)
+    )
+    assert "No argument provided" not in positional.content
+    misspelt = await run(simple, "await http_get(uri='http://x/small.json')")
+    assert (
+        "TypeError: http_get() got an unexpected keyword argument 'uri'; accepted: url, headers, timeout "
+        "(did you mean url?)" in misspelt.content
+    )
+    assert positional.audit == misspelt.audit == {"nested_calls": []}
+
+
+async def test_every_call_mistake_of_a_snippet_is_listed_with_its_line(simple: CodeMode) -> None:
+    if not simple.sandbox.config.type_check:
+        pytest.skip("the host stops at the first wrong call it runs; listing every one is the type check's")
+    code = "a = await http_get(url='http://x/a')\nb = await http_get('http://x/b')\nc = await http_get(uri='x', tmeout=3)"
+    output = await run(simple, code)
+    assert output.is_error and output.audit == {"nested_calls": []}
+    lines = [line for line in output.content.splitlines() if line.startswith("- line")]
+    assert lines == [
+        "- line 2: TypeError: http_get() takes keyword arguments only; write http_get(url='http://x/b')",
+        "- line 3: TypeError: http_get() got an unexpected keyword argument 'uri'; accepted: url, headers, timeout (did you mean url?)",
+        "- line 3: TypeError: http_get() got an unexpected keyword argument 'tmeout'; accepted: url, headers, timeout (did you mean timeout?)",
+        "- line 3: TypeError: http_get() missing required keyword argument 'url'",
+    ]

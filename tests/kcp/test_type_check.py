@@ -93,7 +93,7 @@ async def test_valid_snippets_all_pass_the_check(ro: McpServers) -> None:
         ),
         (
             'await list_objects(workspace="root:app", kind="pods")',
-            "Argument `kind` does not match any known parameter",
+            "TypeError: list_objects() got an unexpected keyword argument 'kind'; accepted: ",
         ),
         ('await get_events(workspace="root:app", namespace=["web"])', None),  # a list: not certain, it runs
         ('r = list_objects(workspace="root:app", resource="pods")\nr["items"]', "needs `await`"),

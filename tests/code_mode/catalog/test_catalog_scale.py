@@ -106,7 +106,7 @@ async def test_describe_tool_gives_the_full_stub_and_any_tool_can_be_called(
     ]  # search and describe are not nested calls; the tool call is
     # The type check knows every tool's signature, described or not; the host validates them too.
     wrong = await big.call_tool("run_code", {"code": "await hyperdrive_config_delete_china(account_id=1)"})
-    assert wrong.is_error and "required parameter `hyperdrive_config_id`" in wrong.content
+    assert wrong.is_error and "missing required keyword argument 'hyperdrive_config_id'" in wrong.content
     assert "`account_id` must be str, not 1" in wrong.content
     named = 'await hyperdrive_config_delete_china(**{"account_id": "a"})'  # beyond what the checker sees
     unchecked = await big.call_tool("run_code", {"code": named})

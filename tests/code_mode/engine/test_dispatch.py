@@ -128,16 +128,18 @@ def test_python_names_become_schema_names_and_none_values_are_dropped() -> None:
     assert arguments == {"name": "web", "page-size": 5}
 
 
-def test_positional_arguments_are_refused() -> None:
-    with pytest.raises(TypeError, match=r"^get_pod\(\) takes keyword arguments only$"):
+def test_positional_arguments_are_refused_with_the_call_as_it_should_be_written() -> None:
+    with pytest.raises(TypeError) as caught:
         validate_arguments("get_pod", CATALOG["get_pod"], ("web",), {})
+    assert str(caught.value) == "get_pod() takes keyword arguments only; write get_pod(name='web')"
 
 
 def test_an_unknown_keyword_lists_the_accepted_ones() -> None:
     with pytest.raises(TypeError) as caught:
         validate_arguments("get_pod", CATALOG["get_pod"], (), {"name": "web", "page-size": 5})
     assert str(caught.value) == (
-        "get_pod() got an unexpected keyword argument 'page-size'; accepted: name, page_size, from_"
+        "get_pod() got an unexpected keyword argument 'page-size'; accepted: name, page_size, from_ "
+        "(did you mean page_size?)"
     )
     with pytest.raises(TypeError, match=r"accepted: \(none\)$"):
         validate_arguments("fail", CATALOG["fail"], (), {"x": 1})

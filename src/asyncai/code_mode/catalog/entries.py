@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -51,3 +52,34 @@ def build_catalog(tools: list[ToolDefinition]) -> dict[str, CatalogEntry]:
     for name, tool in HOST_FUNCTIONS.items():
         catalog[name] = _entry(tool, host_function=True)
     return catalog
+
+
+def call_mistakes(
+    py_name: str, entry: CatalogEntry, positional: Sequence[str], keywords: Collection[str]
+) -> list[str]:
+    """Every mistake in the shape of a call to ``py_name``, each worded as the ``TypeError`` Python
+    would raise (without the ``TypeError: ``). ``positional`` are the positional arguments as
+    source text (or ``repr``), ``keywords`` the keyword names. The host's check and the type check
+    both say it this way, so the model meets one vocabulary whichever catches the mistake."""
+    parameters = list(entry.parameters)
+    accepted = ", ".join(parameters) or "(none)"
+    mistakes = []
+    if positional:
+        taken = [name for name in parameters if name not in keywords]
+        if len(positional) <= len(taken):
+            written = ", ".join(f"{name}={text}" for name, text in zip(taken, positional, strict=False))
+            mistakes.append(f"{py_name}() takes keyword arguments only; write {py_name}({written})")
+        else:
+            mistakes.append(f"{py_name}() takes keyword arguments only: {accepted}")
+    for name in keywords:
+        if name not in entry.parameters:
+            close = difflib.get_close_matches(name, parameters, n=1, cutoff=0.5)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            mistakes.append(
+                f"{py_name}() got an unexpected keyword argument '{name}'; accepted: {accepted}{hint}"
+            )
+    given = {*keywords, *[name for name in parameters if name not in keywords][: len(positional)]}
+    missing = [name for name in parameters if name in entry.required and name not in given]
+    if missing:
+        mistakes.append(f"{py_name}() missing required keyword argument '{missing[0]}'")
+    return mistakes

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from asyncai.activity import QUIET, Activity, NestedCall
 from asyncai.approvals.gate import Approval, ApprovalRequest, MutationGate
-from asyncai.code_mode.catalog.entries import CatalogEntry, Finder
+from asyncai.code_mode.catalog.entries import CatalogEntry, Finder, call_mistakes
 from asyncai.code_mode.catalog.resources import RESOURCE_FUNCTIONS, call_resource_function
 from asyncai.code_mode.engine.clock import WallClock
 from asyncai.code_mode.engine.crossing import Payload, tool_payload
@@ -40,19 +40,17 @@ def validate_arguments(
     py_name: str, entry: CatalogEntry, args: Any, kwargs: Mapping[str, Any]
 ) -> dict[str, Any]:
     """Keyword arguments in Python names -> MCP arguments; ``TypeError`` like Python's own, so
-    the model meets the wording it knows."""
-    if args:
-        raise TypeError(f"{py_name}() takes keyword arguments only")
-    unknown = [name for name in kwargs if name not in entry.parameters]
-    if unknown:
-        accepted = ", ".join(entry.parameters) or "(none)"
-        raise TypeError(
-            f"{py_name}() got an unexpected keyword argument '{unknown[0]}'; accepted: {accepted}"
-        )
-    missing = [name for name in entry.parameters if name in entry.required and kwargs.get(name) is None]
-    if missing:
-        raise TypeError(f"{py_name}() missing required keyword argument '{missing[0]}'")
+    the model meets the wording it knows. A keyword given ``None`` counts as left out."""
+    given = [name for name, value in kwargs.items() if value is not None or name not in entry.parameters]
+    mistakes = call_mistakes(py_name, entry, [_short_repr(arg) for arg in args or ()], given)
+    if mistakes:
+        raise TypeError(mistakes[0])
     return {entry.parameters[name]: value for name, value in kwargs.items() if value is not None}
+
+
+def _short_repr(value: Any) -> str:
+    text = repr(value) if isinstance(value, str | int | float | bool | None) else "..."
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def refuse_os(**_: Any) -> None:

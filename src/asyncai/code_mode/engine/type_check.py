@@ -17,12 +17,14 @@ run unchecked: Monty itself raises if it really is wrong.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from asyncai.code_mode.catalog.entries import CatalogEntry
+from asyncai.code_mode.catalog.entries import CatalogEntry, call_mistakes
 from asyncai.code_mode.catalog.stubs import render_signature
+from asyncai.code_mode.engine.variables import parse_snippet
 
 SCRIPT_NAME = "run_code.py"
 HEADER = "from typing import Any, Literal\nimport asyncio\nimport json\nimport re\n"
@@ -136,12 +138,29 @@ def rejection(
     text: str, code: str, functions: Mapping[str, CatalogEntry], bound_here: Collection[str] = ()
 ) -> str | None:
     """The error result for a snippet the check stops, or ``None`` to let it run unchecked;
-    ``bound_here`` are the names the snippet itself binds."""
+    ``bound_here`` are the names the snippet itself binds. A wrong call is worded as the host's
+    own check words it (``TypeError: f() got an unexpected keyword argument 'x'; accepted: a, b``),
+    every mistake of it listed, with its line."""
     lines = code.splitlines()
     certain = [d for d in parse_diagnostics(text) if is_certain(d, lines, functions, bound_here)]
     if not certain:
         return None
-    listed = [f"- line {d.line}: {_readable(d, lines, functions)}" for d in certain]
+    calls = _calls_by_line(code, functions)
+    listed: list[str] = []
+    for diagnostic in certain:
+        if diagnostic.rule in CALL_SHAPE_RULES and diagnostic.function in functions:
+            found = [call for call in calls.get(diagnostic.line, []) if call[0] == diagnostic.function]
+            mistakes = [
+                f"- line {diagnostic.line}: TypeError: {mistake}"
+                for name, positional, keywords in found
+                for mistake in call_mistakes(name, functions[name], positional, keywords)
+            ]
+            if mistakes:
+                listed.extend(m for m in mistakes if m not in listed)
+                continue
+        line = f"- line {diagnostic.line}: {_readable(diagnostic, lines, functions)}"
+        if line not in listed:
+            listed.append(line)
     return "\n".join(
         [
             "error: the type check found mistakes before anything ran (no tool was called):",
@@ -149,6 +168,22 @@ def rejection(
             "Fix them and run the snippet again.",
         ]
     )
+
+
+def _calls_by_line(
+    code: str, functions: Mapping[str, CatalogEntry]
+) -> dict[int, list[tuple[str, list[str], list[str]]]]:
+    """Line -> the catalog calls starting there: (name, positional arguments' source, keywords)."""
+    tree = parse_snippet(code)
+    found: dict[int, list[tuple[str, list[str], list[str]]]] = {}
+    if tree is None:
+        return found
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions:
+            positional = [ast.get_source_segment(code, arg) or "..." for arg in node.args]
+            keywords = [keyword.arg for keyword in node.keywords if keyword.arg is not None]
+            found.setdefault(node.lineno, []).append((node.func.id, positional, keywords))
+    return found
 
 
 def _readable(diagnostic: Diagnostic, lines: list[str], functions: Mapping[str, CatalogEntry]) -> str:
@@ -161,7 +196,7 @@ def _readable(diagnostic: Diagnostic, lines: list[str], functions: Mapping[str, 
         types = _ARGUMENT_TYPES.search(message)
         if keyword and types:
             found = types[2].removeprefix("Literal[").removesuffix("]")
-            return f"{diagnostic.function}(): `{keyword}` must be {types[1]}, not {found}"
+            return f"TypeError: {diagnostic.function}(): `{keyword}` must be {types[1]}, not {found}"
     if diagnostic.rule == "unknown-argument" and entry is not None:
         accepted = ", ".join(entry.parameters) or "none"
         return f"{message} (it takes: {accepted})"
