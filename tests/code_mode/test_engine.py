@@ -312,3 +312,28 @@ async def test_every_call_mistake_of_a_snippet_is_listed_with_its_line(simple: C
         "- line 3: TypeError: http_get() got an unexpected keyword argument 'tmeout'; accepted: url, headers, timeout (did you mean timeout?)",
         "- line 3: TypeError: http_get() missing required keyword argument 'url'",
     ]
+
+
+async def test_each_value_is_kept_in_underscore_so_an_oversized_one_is_filtered_without_a_new_call(
+    fake: FakeExecutor,
+) -> None:
+    limits = dataclasses.replace(TEST_LIMITS, max_result_chars=2_000)
+    async with CodeMode(fake, limits) as code_mode:
+        big = await run(code_mode, "await blob(size=50_000)")
+        assert big.is_error and "The full value is in _; return a filtered subset of it" in big.content
+        made = len(fake.spans)
+        counted = await run(code_mode, "len(_['items'])")
+        assert (counted.content, counted.audit) == ("500", {"nested_calls": []})
+        assert len(fake.spans) == made, "filtering _ called the tool again"
+        await run(code_mode, "kept = 1")  # a snippet that ends with a statement leaves _ alone
+        assert (await run(code_mode, "_")).content == "500"
+        assert "_:" not in (code_mode.context_note() or "") and "kept: int" in (
+            code_mode.context_note() or ""
+        )
+
+
+async def test_binding_underscore_keeps_the_snippets_line_numbers(code_mode: CodeMode) -> None:
+    output = await run(code_mode, "x = 1\nx +\\\n  (1 / 0)")
+    assert output.is_error and ", line 3," in output.content and "ZeroDivisionError" in output.content
+    assert (await run(code_mode, "x = 2; x * 21")).content == "42"
+    assert (await run(code_mode, "_")).content == "42"

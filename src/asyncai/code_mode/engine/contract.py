@@ -124,22 +124,32 @@ def _result_text(outcome: SnippetOutcome, max_chars: int) -> str:
     return compact_json(outcome.value)
 
 
-def _too_large(text: str, max_chars: int) -> RunCodeText:
+def _too_large(text: str, max_chars: int, kept_as: str | None = None) -> RunCodeText:
     shown = min(PREVIEW_CHARS, max(max_chars // 10, 0))
+    if kept_as is not None:
+        advice = (
+            f"The full value is in {kept_as}; return a filtered subset of it (a count, a few names, "
+            f"selected fields: len({kept_as}), {kept_as}[:3]) without calling the tool again. "
+        )
+    else:
+        advice = (
+            "Assign the data to a variable and return a filtered subset "
+            "(a count, a few names, selected fields). "
+        )
     return RunCodeText(
         text=(
             f"error: result is {count(len(text))} chars, over the {count(max_chars)}-char limit for "
-            "what goes to the model. Assign the data to a variable and return a filtered subset "
-            "(a count, a few names, selected fields). "
-            f"Preview (first {shown} chars): {preview(text, shown)}"
+            f"what goes to the model. {advice}Preview (first {shown} chars): {preview(text, shown)}"
         ),
         is_error=True,
     )
 
 
-def format_outcome(outcome: SnippetOutcome, max_chars: int = MAX_RESULT_CHARS) -> RunCodeText:
+def format_outcome(
+    outcome: SnippetOutcome, max_chars: int = MAX_RESULT_CHARS, kept_as: str | None = None
+) -> RunCodeText:
     """The ``run_code`` result for a snippet that completed (its value, or its output when it
-    has none, within the size limit)."""
+    has none, within the size limit); ``kept_as`` names the variable holding the value."""
     found = find_unawaited(outcome.value)
     if found is not None:
         return _unawaited_error(found, "result")
@@ -148,7 +158,7 @@ def format_outcome(outcome: SnippetOutcome, max_chars: int = MAX_RESULT_CHARS) -
         return _unawaited_error(match.group(0), "print output")
     text = _result_text(outcome, max_chars)
     if len(text) > max_chars:
-        return _too_large(text, max_chars)
+        return _too_large(text, max_chars, kept_as if outcome.value is not None else None)
     return RunCodeText(text=text, is_error=False)
 
 

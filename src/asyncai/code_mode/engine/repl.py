@@ -32,8 +32,10 @@ from asyncai.code_mode.engine.dispatch import SnippetDispatcher, refuse_os
 from asyncai.code_mode.engine.preamble import HOST_CALL, INTERNAL_PREFIX, scope_preamble
 from asyncai.code_mode.engine.type_check import rejection, type_check_stubs
 from asyncai.code_mode.engine.variables import (
+    LAST_VALUE,
     BoundVariable,
     SnippetScan,
+    bind_last_value,
     format_note,
     note_candidates,
     probe_source,
@@ -295,7 +297,9 @@ class ReplScope(ToolSource):
             watch = _worker_watch(worker, dispatcher) if local else contextlib.nullcontext()
             async with WallClock(self.limits.wall_timeout) as clock, watch:
                 dispatcher.clock = clock
-                value = await self._feed(worker, code, dispatcher, capture, scan)
+                value = await self._feed(
+                    worker, bind_last_value(code, scan.value_at), dispatcher, capture, scan
+                )
         except TimeoutError:
             dispatcher.cancel_in_flight()
             await self._reset(discard=True)
@@ -334,6 +338,7 @@ class ReplScope(ToolSource):
         return format_outcome(
             SnippetOutcome(value=value, printed=capture.text, printed_truncated_bytes=capture.dropped),
             max_chars=self.limits.max_result_chars,
+            kept_as=LAST_VALUE if scan.value_at is not None else None,
         )
 
     async def _feed(

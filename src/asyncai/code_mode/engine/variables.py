@@ -94,6 +94,8 @@ class SnippetScan:
     """Catalog functions (or ``asyncio.gather``) called as statements without ``await``."""
     uses_functions: bool = True
     """Whether it names a catalog function (True too when CPython cannot parse it)."""
+    value_at: tuple[int, int] | None = None
+    """(line, character) where the trailing expression starts: its value is bound to ``_``."""
 
 
 def scan_snippet(code: str, functions: Collection[str] = ()) -> SnippetScan:
@@ -107,7 +109,32 @@ def scan_snippet(code: str, functions: Collection[str] = ()) -> SnippetScan:
     nodes = list(ast.walk(tree))
     unawaited = [name for node in nodes if (name := _is_bare_tool_call(node, functions))]
     uses = any(isinstance(node, ast.Name) and node.id in functions for node in nodes)
-    return SnippetScan(tuple(bindings.names), tuple(dict.fromkeys(unawaited)), uses)
+    last = tree.body[-1] if tree.body else None
+    value_at = None
+    if isinstance(last, ast.Expr):
+        line = code.splitlines()[last.lineno - 1] if last.lineno <= len(code.splitlines()) else ""
+        value_at = (last.lineno, len(line.encode()[: last.col_offset].decode(errors="replace")))
+    return SnippetScan(tuple(bindings.names), tuple(dict.fromkeys(unawaited)), uses, value_at)
+
+
+LAST_VALUE = "_"
+"""The name a snippet's value is bound to, as in IPython: a result over the size limit stays
+in the sandbox, and the next snippet filters it without calling the tool again."""
+
+
+def bind_last_value(code: str, value_at: tuple[int, int] | None) -> str:
+    """``code`` with its trailing expression's value bound to ``_`` and still its value: the line
+    numbers, and so the tracebacks, stay those of the snippet as written."""
+    if value_at is None:
+        return code
+    lines = code.splitlines(keepends=True)
+    line, column = value_at
+    if not 0 < line <= len(lines):
+        return code
+    text = lines[line - 1]
+    lines[line - 1] = f"{text[:column]}{LAST_VALUE} = {text[column:]}"
+    joined = "".join(lines)
+    return f"{joined}{'' if joined.endswith(chr(10)) else chr(10)}{LAST_VALUE}"
 
 
 def note_candidates(names: list[str]) -> list[str]:
