@@ -23,6 +23,9 @@ RUNS = 20
 SCRIPT = textwrap.dedent(
     """
     import asyncio
+    import os
+    import sys
+    from pathlib import Path
 
     import asyncai
 
@@ -34,7 +37,22 @@ SCRIPT = textwrap.dedent(
         # no aclose(): the user forgot
 
 
+    def monty_children():
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                name, rest = stat.read_text().rsplit(")", 1)
+            except OSError:
+                continue
+            if name.endswith("(monty") and int(rest.split()[1]) == os.getpid():
+                found.append(stat.parent.name)
+        return found
+
+
     asyncio.run(main())
+    # The pool is closed with the loop, not at exit: no worker is left, not even one to reap.
+    if monty_children():
+        sys.exit(f"monty workers left after asyncio.run returned: {monty_children()}")
     """
 )
 
@@ -95,3 +113,33 @@ def test_a_program_that_never_closes_code_mode_exits_cleanly(tmp_path: Path) -> 
             failures.append(f"run {run + 1}: " + "; ".join(problems))
     if failures:
         pytest.fail(f"{len(failures)} of {RUNS} runs did not exit cleanly:\n" + "\n".join(failures))
+
+
+REUSED = textwrap.dedent(
+    """
+    import asyncio
+
+    import asyncai
+
+    code_mode = asyncai.CodeMode(asyncai.FunctionTools(), asyncai.CodeModeLimits(max_memory=256 * 2**20))
+
+
+    async def run(code):
+        print((await code_mode.call_tool("run_code", {"code": code})).content, flush=True)
+
+
+    asyncio.run(run("x = 1\\nx"))
+    asyncio.run(run("2"))  # the pool went with the first loop: a fresh REPL, and it says so
+    asyncio.run(code_mode.aclose())
+    """
+)
+
+
+def test_one_code_mode_used_under_two_event_loops_restarts_its_repl_and_says_so(tmp_path: Path) -> None:
+    script = tmp_path / "two_loops.py"
+    script.write_text(REUSED)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert (
+        done.stdout == "1\n[the sandbox was restarted: variables from earlier run_code calls are gone]\n2\n"
+    )

@@ -414,6 +414,9 @@ class ReplScope(ToolSource):
         return self._format_error(text, report=dispatcher.calls_report() if stopped else None)
 
     async def _ensure_worker(self) -> pm.AsyncMontySession:
+        if self._worker is not None and not self.setup.sandbox.holds(self._worker):
+            await self._reset()  # its pool was closed with an earlier event loop
+            self._restarted = True
         if self._worker is not None:
             if self._catalog_version != self.setup.catalog_version:
                 await self._feed_new_wrappers(self._worker)

@@ -46,9 +46,12 @@ class PoolGuard:
         """id -> (session, worker pid, worker start time) of every session not released yet."""
         self.closed = False
         """Closing or closed: the pool is of no further use."""
+        self.pid = os.getpid()
+        """A forked child inherits the guard, not the pool's runtime threads and workers."""
         self.task = self._start()
         PoolGuard.live.add(self)
-        weakref.finalize(owner, self._owner_collected).atexit = False
+        self._finalizer = weakref.finalize(owner, self._owner_collected)
+        self._finalizer.atexit = False
 
     def follow_loop(self) -> None:
         """The pool is used from a new loop, its own having ended without running the guard (a loop
@@ -72,6 +75,10 @@ class PoolGuard:
 
     def released(self, session: pm.AsyncMontySession) -> None:
         self.sessions.pop(id(session), None)
+
+    def holds(self, session: pm.AsyncMontySession) -> bool:
+        """Whether ``session`` is still open on this pool (not ended with an earlier event loop)."""
+        return not self.closed and id(session) in self.sessions
 
     async def close(self) -> None:
         """Close the pool now (the owner's ``aclose``)."""
@@ -104,6 +111,7 @@ class PoolGuard:
             await self.pool.__aexit__(None, None, None)
         await asyncio.sleep(EXIT_GRACE_SECONDS)
         PoolGuard.live.discard(self)  # only now: a close cut short is finished at exit
+        self._finalizer.detach()
 
     def close_at_exit(self) -> None:
         """The interpreter exits with the pool open: close it on a fresh loop, or at least kill the
@@ -132,7 +140,8 @@ class PoolGuard:
 def _close_unclosed_pools() -> None:
     """Last resort, before the interpreter finalizes: pools whose loop never ran their guard."""
     for guard in list(PoolGuard.live):
-        guard.close_at_exit()
+        if guard.pid == os.getpid():
+            guard.close_at_exit()
 
 
 async def _end_session(session: pm.AsyncMontySession) -> None:

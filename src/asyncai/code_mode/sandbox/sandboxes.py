@@ -39,6 +39,11 @@ class Sandbox(Protocol):
         (and the type check on) every feed is checked against them unless it says to skip."""
         ...
 
+    def holds(self, session: pm.AsyncMontySession) -> bool:
+        """Whether ``session`` is still open: False once its pool closed with an earlier event loop
+        (a program that runs ``asyncio.run`` twice with one code mode)."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -93,6 +98,9 @@ class _MontySandbox:
             guard.checked_out(session)
         return session
 
+    def holds(self, session: pm.AsyncMontySession) -> bool:
+        return self._guard is not None and self._guard.holds(session)
+
     async def aclose(self) -> None:
         async with self._lock:
             guard, self._guard, self._pool = self._guard, None, None
@@ -136,7 +144,11 @@ def open_sandbox(config: SandboxConfig, limits: CodeModeLimits) -> Sandbox:
 
 
 async def release(session: pm.AsyncMontySession, *, discard: bool = False) -> None:
-    """End a session; ``discard`` kills its worker first so the next checkout gets a fresh one."""
+    """End a session; ``discard`` kills its worker first so the next checkout gets a fresh one. A
+    session its pool's guard already ended (the pool closed with an earlier event loop) is left
+    alone: ending it again from another loop can abort the interpreter at exit."""
+    if not any(guard.holds(session) for guard in PoolGuard.live):
+        return
     pid = session.worker_pid  # read once: the pool clears it when the worker goes away
     if discard and pid is not None and _is_monty_worker(pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
