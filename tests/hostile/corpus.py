@@ -45,6 +45,7 @@ NOT_TEXT = r'^error: run_code needs \{"code": "<python source>"\}$'
 RECURSION = r"RecursionError: maximum recursion depth exceeded"
 SYNTAX = r"SyntaxError: "
 NOTHING = r"^\(no output; the last expression was None\)$"
+NO_DYNAMIC_CODE = r"PermissionError: exec\(\) and eval\(\) are disabled in asyncai code mode"
 
 
 def no_module(name: str) -> str:
@@ -209,11 +210,13 @@ ESCAPES = [
     err("cffi", "import cffi", no_module("cffi")),
     err("pickle", "import pickle\npickle.loads(b'cos\\nsystem\\n(S\\'id\\'\\ntR.')", no_module("pickle")),
     err("marshal", "import marshal", no_module("marshal")),
-    err("eval-open", "eval(\"open('CANARY_FILE').read()\")", PERM),
-    err("eval-dunder-import", "eval(\"__import__('os').system('id')\")", undefined("__import__")),
-    err("exec-import", "exec('import subprocess')", no_module("subprocess")),
-    err("exec-environ", "exec(\"import os\\nleak = os.environ['CANARY_ENV']\")\nleak", PERM),
-    val("exec-empty-builtins", "exec('x = 1', {'__builtins__': {}})", NOTHING),
+    err("eval-open", "eval(\"open('CANARY_FILE').read()\")", NO_DYNAMIC_CODE),
+    err("eval-dunder-import", "eval(\"__import__('os').system('id')\")", NO_DYNAMIC_CODE),
+    err("exec-import", "exec('import subprocess')", NO_DYNAMIC_CODE),
+    err("exec-environ", "exec(\"import os\\nleak = os.environ['CANARY_ENV']\")\nleak", NO_DYNAMIC_CODE),
+    err("exec-empty-builtins", "exec('x = 1', {'__builtins__': {}})", NO_DYNAMIC_CODE),
+    err("exec-via-alias", "run = exec\nrun('x = 1')", NO_DYNAMIC_CODE),
+    err("exec-rebound", "exec = print", r"`exec` is reserved for asyncai and cannot be rebound"),
     err("compile", "compile('1', 'f', 'eval')", undefined("compile")),
     err("help", "help(open)", undefined("help")),
     err("breakpoint", "breakpoint()", undefined("breakpoint")),
@@ -242,8 +245,6 @@ ESCAPES = [
         "await echo(text='hi')",
         r"^hi$",
         setup=("exec(\"_asyncai_decode = lambda reply: 'forged'\")",),
-        bug="the rebinding guard is bypassed with exec(): a snippet can replace `_asyncai_decode` "
-        "(or `_asyncai_tool`), and every later tool call in that REPL returns the forged value",
     ),
 ]
 
@@ -278,7 +279,8 @@ RESOURCES = [
         EXEC_LIMIT,
         deadline=LOOP,
     ),
-    err("eval-deep-nesting", "eval('(' * 10000 + ')' * 10000)", SYNTAX),
+    err("eval-deep-nesting", "eval('(' * 10000 + ')' * 10000)", NO_DYNAMIC_CODE),
+    err("deep-nesting", "(" * 10000 + ")" * 10000, r"Error"),
     err(
         "json-deep-nesting",
         "import json\njson.loads('[' * 100000 + ']' * 100000)",

@@ -16,11 +16,27 @@ HOST_CALL = "_asyncai_tool"
 """The one host function the sandbox can reach; every wrapper goes through it."""
 INTERNAL_PREFIX = "_asyncai_"
 
+DYNAMIC_CODE_DISABLED = (
+    "exec() and eval() are disabled in asyncai code mode: write the code in the snippet itself"
+)
+"""exec() could bind what the rebinding guard protects (``_asyncai_decode``, the tool wrappers), and
+every later tool call in the REPL would then return what the snippet wanted; a snippet never needs
+them, since the model writes the code itself."""
+DISABLED_BUILTINS = ("exec", "eval")
+
 HELPERS_SOURCE = '''
 import asyncio
 import json
 import re
 import json as _asyncai_json
+
+
+def _asyncai_no_dynamic_code(*args, **kwargs):
+    raise PermissionError("DYNAMIC_CODE_DISABLED")
+
+
+exec = _asyncai_no_dynamic_code
+eval = _asyncai_no_dynamic_code
 
 
 def _asyncai_decode(reply):
@@ -169,4 +185,5 @@ def wrappers_source(function_names: Iterable[str]) -> str:
 
 
 def scope_preamble(function_names: Iterable[str]) -> str:
-    return HELPERS_SOURCE + wrappers_source(function_names)
+    helpers = HELPERS_SOURCE.replace('"DYNAMIC_CODE_DISABLED"', repr(DYNAMIC_CODE_DISABLED))
+    return helpers + wrappers_source(function_names)

@@ -29,7 +29,7 @@ from asyncai.code_mode.engine.contract import (
     hide_frames,
 )
 from asyncai.code_mode.engine.dispatch import SnippetDispatcher, refuse_os
-from asyncai.code_mode.engine.preamble import HOST_CALL, INTERNAL_PREFIX, scope_preamble
+from asyncai.code_mode.engine.preamble import DISABLED_BUILTINS, HOST_CALL, INTERNAL_PREFIX, scope_preamble
 from asyncai.code_mode.engine.type_check import rejection, type_check_stubs
 from asyncai.code_mode.engine.variables import (
     LAST_VALUE,
@@ -267,7 +267,7 @@ class ReplScope(ToolSource):
                 kind = "a built-in function"
             elif name in self.setup.catalog:
                 kind = "a tool function"
-            elif name.startswith(INTERNAL_PREFIX):
+            elif name.startswith(INTERNAL_PREFIX) or name in DISABLED_BUILTINS:
                 kind = "reserved for asyncai"
             else:
                 continue
