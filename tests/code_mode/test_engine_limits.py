@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import time
 from typing import Any
 
 import pytest
@@ -204,3 +205,37 @@ async def test_a_snippet_cancelled_while_it_gets_a_worker_leaks_nothing(fake: Fa
         assert room._reserved == 0 and not room.holders
         code_mode.sandbox.checkout = real_checkout  # type: ignore[method-assign]
         assert (await run(code_mode.scopes.get("b"), "2")).content == "2"
+
+
+async def test_a_huge_snippet_keeps_to_its_wall_clock_and_never_holds_the_event_loop(
+    fake: FakeExecutor,
+) -> None:
+    """2 MB, 300,000 lines: its scan runs off the event loop and inside the wall clock, so another
+    REPL keeps being served meanwhile. (On the loop, the scan alone held it for seconds.)"""
+    huge = "x = 1\n" * 300_000 + "x"
+    limits = dataclasses.replace(TEST_LIMITS, wall_timeout=2.0, max_memory=1024 * 2**20)
+    stalls: list[float] = []
+
+    async def ticker() -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            before = loop.time()
+            await asyncio.sleep(0.01)
+            stalls.append(loop.time() - before - 0.01)
+
+    async with CodeMode(fake, limits) as code_mode:
+        other = code_mode.scopes.get("other")
+        await run(other, "1")  # its worker is up before the huge snippet starts
+        tick = asyncio.create_task(ticker())
+        started = time.perf_counter()
+        big = asyncio.create_task(run(code_mode.scopes.get("huge"), huge))
+        answers = [await run(other, f"{n} * 2") for n in range(3)]
+        output = await big
+        elapsed = time.perf_counter() - started
+        tick.cancel()
+    assert [a.content for a in answers] == ["0", "2", "4"]
+    assert elapsed < limits.wall_timeout + 3.0, (
+        f"took {elapsed:.1f} s against a {limits.wall_timeout} s wall clock"
+    )
+    assert output.content == "1" or "wall-clock limit" in output.content, output.content[:300]
+    assert max(stalls) < 1.0, f"the event loop stalled for {max(stalls):.2f} s"

@@ -39,7 +39,7 @@ from asyncai.code_mode.engine.variables import (
     format_note,
     note_candidates,
     probe_source,
-    scan_snippet,
+    scan_snippet_off_loop,
 )
 from asyncai.code_mode.sandbox.sandboxes import Sandbox, release
 from asyncai.code_mode.sandbox.workers import NoWorker, WorkerRoom
@@ -257,9 +257,8 @@ class ReplScope(ToolSource):
         finally:
             self.setup.room.poke()
 
-    def _refusal(self, code: str) -> tuple[RunCodeText | None, SnippetScan]:
-        """An error for a snippet that must not run, and what the scan found."""
-        scan = scan_snippet(code, self.setup.catalog.keys())
+    def _refusal(self, scan: SnippetScan) -> RunCodeText | None:
+        """An error for a snippet that must not run, from what the scan found."""
         for name in scan.bound:
             if name in RESERVED_HELPERS:
                 kind = "a built-in helper"
@@ -272,19 +271,25 @@ class ReplScope(ToolSource):
             else:
                 continue
             text = f"error: `{name}` is {kind} and cannot be rebound; pick another name (e.g. `{name}_`)."
-            return RunCodeText(text + " Nothing was run.", is_error=True), scan
+            return RunCodeText(text + " Nothing was run.", is_error=True)
         if scan.unawaited:
             call = scan.unawaited[0]
             text = (
                 f"error: `{call}(...)` is called without await, so it would never run. "
                 f"Write `result = await {call}(...)`. Nothing was run."
             )
-            return RunCodeText(text, is_error=True), scan
-        return None, scan
+            return RunCodeText(text, is_error=True)
+        return None
 
     async def _run(self, code: str, dispatcher: SnippetDispatcher) -> RunCodeText:
-        refusal, scan = self._refusal(code)
+        started = asyncio.get_running_loop().time()
+        try:  # the scan counts against the wall clock: a huge snippet is scanned off the loop
+            async with asyncio.timeout(self.limits.wall_timeout):
+                scan = await scan_snippet_off_loop(code, self.setup.catalog.keys())
+        except TimeoutError:
+            return self._format_error(self._wall_clock_text(ran=False, chars=len(code)))
         bound = scan.bound
+        refusal = self._refusal(scan)
         if refusal is not None:
             return refusal
         try:
@@ -295,7 +300,8 @@ class ReplScope(ToolSource):
         try:
             local = self.setup.sandbox.kind == "pool"  # a remote worker's pid is not ours to watch
             watch = _worker_watch(worker, dispatcher) if local else contextlib.nullcontext()
-            async with WallClock(self.limits.wall_timeout) as clock, watch:
+            remaining = self.limits.wall_timeout - (asyncio.get_running_loop().time() - started)
+            async with WallClock(max(remaining, 0.0)) as clock, watch:
                 dispatcher.clock = clock
                 value = await self._feed(
                     worker, bind_last_value(code, scan.value_at), dispatcher, capture, scan
@@ -306,11 +312,7 @@ class ReplScope(ToolSource):
             report = dispatcher.calls_report()
             if dispatcher.exhausted is not None:  # it caught the budget error and went on
                 return self._format_error(dispatcher.exhausted, state_reset=True, report=report)
-            return self._format_error(
-                f"error: run_code exceeded its wall-clock limit of {seconds(self.limits.wall_timeout)}; "
-                "in-flight tool calls were cancelled and the REPL state was reset (variables are gone).",
-                report=report,
-            )
+            return self._format_error(self._wall_clock_text(ran=True), report=report)
         except asyncio.CancelledError:
             # The run was cancelled from outside (Ctrl-C, shutdown): stop the tool calls the feed
             # started (pydantic-monty does not) and drop the worker the cancelled feed leaves dead.
@@ -339,6 +341,14 @@ class ReplScope(ToolSource):
             SnippetOutcome(value=value, printed=capture.text, printed_truncated_bytes=capture.dropped),
             max_chars=self.limits.max_result_chars,
             kept_as=LAST_VALUE if scan.value_at is not None else None,
+        )
+
+    def _wall_clock_text(self, *, ran: bool, chars: int = 0) -> str:
+        limit = f"error: run_code exceeded its wall-clock limit of {seconds(self.limits.wall_timeout)}"
+        if not ran:
+            return f"{limit} while its {count(chars)} chars were read; nothing ran."
+        return (
+            f"{limit}; in-flight tool calls were cancelled and the REPL state was reset (variables are gone)."
         )
 
     async def _feed(

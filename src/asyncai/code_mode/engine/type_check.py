@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from asyncai.code_mode.catalog.entries import CatalogEntry, call_mistakes
 from asyncai.code_mode.catalog.stubs import render_signature
-from asyncai.code_mode.engine.variables import parse_snippet
+from asyncai.code_mode.engine.variables import SCAN_ON_LOOP_CHARS, parse_snippet
 
 SCRIPT_NAME = "run_code.py"
 HEADER = "from typing import Any, Literal\nimport asyncio\nimport json\nimport re\n"
@@ -174,8 +174,10 @@ def _calls_by_line(
     code: str, functions: Mapping[str, CatalogEntry]
 ) -> dict[int, list[tuple[str, list[str], list[str]]]]:
     """Line -> the catalog calls starting there: (name, positional arguments' source, keywords)."""
-    tree = parse_snippet(code)
     found: dict[int, list[tuple[str, list[str], list[str]]]] = {}
+    if len(code) > SCAN_ON_LOOP_CHARS:  # not parsed on the event loop: ty's own wording then
+        return found
+    tree = parse_snippet(code)
     if tree is None:
         return found
     for node in ast.walk(tree):

@@ -7,6 +7,9 @@ anything Monty runs parses here; a snippet that does not parse is left to Monty 
 from __future__ import annotations
 
 import ast
+import asyncio
+import json
+import sys
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -115,6 +118,44 @@ def scan_snippet(code: str, functions: Collection[str] = ()) -> SnippetScan:
         line = code.splitlines()[last.lineno - 1] if last.lineno <= len(code.splitlines()) else ""
         value_at = (last.lineno, len(line.encode()[: last.col_offset].decode(errors="replace")))
     return SnippetScan(tuple(bindings.names), tuple(dict.fromkeys(unawaited)), uses, value_at)
+
+
+SCAN_ON_LOOP_CHARS = 50_000
+"""A longer snippet is scanned in a child process: CPython's parser holds the GIL for the whole
+parse (seconds for a few MB), and the event loop must keep serving other threads and clients."""
+_SCAN_PROGRAM = """
+import json, sys
+from asyncai.code_mode.engine.variables import scan_snippet
+request = json.load(sys.stdin)
+scan = scan_snippet(request["code"], request["functions"])
+json.dump([scan.bound, scan.unawaited, scan.uses_functions, scan.value_at], sys.stdout)
+"""
+
+
+async def scan_snippet_off_loop(code: str, functions: Collection[str] = ()) -> SnippetScan:
+    """``scan_snippet`` that never holds the event loop: a long snippet is scanned in a child
+    process (killed if the caller gives up, e.g. at the snippet's wall clock)."""
+    if len(code) <= SCAN_ON_LOOP_CHARS:
+        return scan_snippet(code, functions)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _SCAN_PROGRAM,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        out, _ = await process.communicate(json.dumps({"code": code, "functions": list(functions)}).encode())
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    try:
+        bound, unawaited, uses, value_at = json.loads(out)
+    except ValueError:  # the child failed (out of memory on a pathological snippet): as if unparsable
+        return SnippetScan((), ())
+    return SnippetScan(tuple(bound), tuple(unawaited), bool(uses), tuple(value_at) if value_at else None)
 
 
 LAST_VALUE = "_"
