@@ -22,6 +22,7 @@ PUBLIC = {
     "McpServers",
     "MutationPolicy",
     "NestedCall",
+    "ObservedShapes",
     "RedisStore",
     "ReplScope",
     "ReplScopes",

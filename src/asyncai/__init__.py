@@ -27,6 +27,7 @@ _EXPORTS = {
     "ReplScope": "code_mode.engine.repl",
     "ReplScopes": "code_mode.scopes",
     "ScopeUse": "code_mode.scopes",
+    "ObservedShapes": "code_mode.catalog.observed",
     # Tool sources
     "ToolSource": "tools.types",
     "ToolDefinition": "tools.types",
@@ -60,6 +61,7 @@ _EXPORTS = {
 if TYPE_CHECKING:
     from asyncai.activity import Activity, NestedCall
     from asyncai.approvals.gate import Approval, ApprovalRequest, Approver, MutationPolicy
+    from asyncai.code_mode.catalog.observed import ObservedShapes
     from asyncai.code_mode.engine.repl import ReplScope
     from asyncai.code_mode.executor import CodeMode
     from asyncai.code_mode.limits import CodeModeLimits
@@ -102,6 +104,7 @@ __all__ = [
     "McpServers",
     "MutationPolicy",
     "NestedCall",
+    "ObservedShapes",
     "RedisStore",
     "ReplScope",
     "ReplScopes",

@@ -54,6 +54,8 @@ async def code_mode_executor(
     ``--mutations ask`` (without one they are refused); ``state_store`` keeps thread REPLs for
     resumed sessions."""
     from asyncai.code_mode import CodeMode  # pydantic-monty and the engine: only to run code
+    from asyncai.code_mode.catalog.observed import SHAPES_FILE, ObservedShapes
+    from asyncai.state.stores import default_state_dir
 
     limits = code_limits(settings)
     sandbox = sandbox_config(settings)
@@ -70,6 +72,7 @@ async def code_mode_executor(
             approver=approver,
             state_store=state_store,
             activity=activity or QUIET,
+            observed_shapes=ObservedShapes(default_state_dir().parent / SHAPES_FILE),
         )
         try:
             yield executor

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,6 +11,7 @@ from asyncai.activity import QUIET, Activity
 from asyncai.approvals.gate import Approver, MutationPolicy
 from asyncai.code_mode.catalog.description import run_code_definition
 from asyncai.code_mode.catalog.entries import build_catalog
+from asyncai.code_mode.catalog.observed import ObservedShapes
 from asyncai.code_mode.catalog.search import ToolFinder
 from asyncai.code_mode.engine.repl import ReplScope, ScopeSetup
 from asyncai.code_mode.limits import CodeModeLimits
@@ -43,12 +45,15 @@ class CodeMode(ToolSource):
         approver: Approver | None = None,
         state_store: StateStore | None = None,
         activity: Activity = QUIET,
+        observed_shapes: ObservedShapes | None = None,
     ) -> None:
         inner = tools if isinstance(tools, ToolSource) else RoutedTools(tools)
         self.inner = inner
         """The tools snippets call."""
         self.limits = limits or CodeModeLimits()
-        inner_tools = inner.tools()
+        self.observed_shapes = observed_shapes
+        """Shapes learned from the results of tools without an output schema (``None``: none)."""
+        inner_tools = self._with_observed_shapes(inner.tools())
         self.catalog = build_catalog(inner_tools)
         self.sandbox = open_sandbox(sandbox or SandboxConfig(), self.limits)
         self._setup = ScopeSetup(
@@ -63,6 +68,7 @@ class CodeMode(ToolSource):
             room=WorkerRoom(self.sandbox.config.max_workers, self.sandbox.config.checkout_timeout),
             store=state_store,
             activity=activity,
+            shapes=observed_shapes,
         )
         self._default = ReplScope(self._setup)
         self.scopes = ReplScopes(self)
@@ -81,9 +87,21 @@ class CodeMode(ToolSource):
             self.limits.catalog_budget,
         )
 
+    def _with_observed_shapes(self, tools: list[ToolDefinition]) -> list[ToolDefinition]:
+        """The tools, those without an output schema with the shape their results had so far."""
+        shapes = self.observed_shapes
+        if shapes is None:
+            return tools
+        return [
+            dataclasses.replace(tool, observed_output_schema=observed)
+            if tool.output_schema is None and (observed := shapes.schema(tool)) is not None
+            else tool
+            for tool in tools
+        ]
+
     async def _inner_tools_changed(self) -> None:
         """A wrapped server's tools changed: a new catalog and description for every scope."""
-        inner_tools = self.inner.tools()
+        inner_tools = self._with_observed_shapes(self.inner.tools())
         self.catalog = build_catalog(inner_tools)
         self._setup.catalog = self.catalog
         self._setup.finder = ToolFinder(self.catalog)
@@ -117,3 +135,5 @@ class CodeMode(ToolSource):
         await self.scopes.aclose()
         await asyncio.gather(*(scope.aclose() for scope in [*self._setup.room.holders]))
         await self.sandbox.aclose()
+        if self.observed_shapes is not None:
+            self.observed_shapes.save()

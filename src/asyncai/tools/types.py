@@ -22,6 +22,8 @@ class ToolDefinition:
     """The server only runs this tool as an MCP task (``execution.taskSupport: "required"``)."""
     server: str = ""
     """The MCP server that offers it (empty outside an MCP executor)."""
+    observed_output_schema: dict[str, Any] | None = None
+    """For a tool without an output schema: the shape its results had (``catalog/observed.py``)."""
 
     @property
     def mutating(self) -> bool:

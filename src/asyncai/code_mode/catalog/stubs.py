@@ -64,6 +64,8 @@ _RESERVED_TOOL_NAMES: Final = (
     frozenset(RESERVED_HELPERS) | frozenset(PREIMPORTED) | frozenset(HOST_FUNCTIONS) | _BUILTIN_NAMES
 )
 
+OBSERVED_MARK: Final = "x-asyncai-observed"
+"""Set on every object of an observed shape: its sketch marks keys that were sometimes missing."""
 _MAX_SKETCH_DEPTH: Final = 4
 _MAX_SKETCH_PROPERTIES: Final = 12
 _ARG_DESCRIPTION_SOFT_LIMIT: Final = 160
@@ -256,8 +258,11 @@ def _sketch_object(schema: dict[str, Any], depth: int) -> str:
         return "{...}" if props or isinstance(schema.get("additionalProperties"), dict) else "dict"
     if props:
         names = list(props)
+        # An observed shape marks the keys some results lacked (a declared one stays as it was).
+        optional = set(names) - set(_required(schema)) if schema.get(OBSERVED_MARK) else set()
         fields = [
-            f"{json.dumps(name, ensure_ascii=False)}: {shape_sketch(props[name], depth + 1)}"
+            f"{json.dumps(name, ensure_ascii=False)}{'?' if name in optional else ''}: "
+            f"{shape_sketch(props[name], depth + 1)}"
             for name in names[:_MAX_SKETCH_PROPERTIES]
         ]
         if len(names) > _MAX_SKETCH_PROPERTIES:
@@ -429,6 +434,20 @@ def render_signature(py_name: str, tool: ToolDefinition) -> str:
     return f"async def {py_name}({_signature(tool)[2]}) -> Any: ..."
 
 
+def observed_sketch(schema: dict[str, Any]) -> str:
+    """The sketch of an observed shape, keys that some results lacked marked ``"key"?``."""
+
+    def mark(node: Any) -> Any:
+        if isinstance(node, list):
+            return [mark(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        marked = {key: mark(value) if key != "required" else value for key, value in node.items()}
+        return {**marked, OBSERVED_MARK: True} if node.get("type") == "object" else marked
+
+    return shape_sketch(mark(schema))
+
+
 def render_stub(py_name: str, tool: ToolDefinition) -> str:
     """An ``async def`` stub with keyword-only parameters, a return annotation and a docstring."""
     py_params, props, signature = _signature(tool)
@@ -445,6 +464,8 @@ def render_stub(py_name: str, tool: ToolDefinition) -> str:
         doc.extend(arg_lines)
     if output_schema:
         doc.append(f"Returns: {shape_sketch(output_schema)}")
+    elif tool.observed_output_schema:  # declared schemas win; this is only what came back so far
+        doc.append(f"Returns (observed): {observed_sketch(tool.observed_output_schema)}")
 
     return f"async def {py_name}({signature}) -> {returns}:\n{_docstring(doc)}"
 

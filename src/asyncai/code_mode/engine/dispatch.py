@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from asyncai.activity import QUIET, Activity, NestedCall
 from asyncai.approvals.gate import Approval, ApprovalRequest, MutationGate
 from asyncai.code_mode.catalog.entries import CatalogEntry, Finder, call_mistakes
+from asyncai.code_mode.catalog.observed import ObservedShapes
 from asyncai.code_mode.catalog.resources import RESOURCE_FUNCTIONS, call_resource_function
 from asyncai.code_mode.engine.clock import WallClock
 from asyncai.code_mode.engine.crossing import Payload, tool_payload
@@ -72,6 +73,8 @@ class SnippetDispatcher:
     """The snippet's wall clock, paused while the gate waits for a person."""
     activity: Activity = QUIET
     """Told of each nested call as it starts and ends (a live display)."""
+    shapes: ObservedShapes | None = None
+    """Learns the shapes of results from tools that declare no output schema."""
     calls: list[NestedCall] = field(default_factory=list)
     suspensions: int = 0
     exhausted: str | None = None
@@ -157,6 +160,8 @@ class SnippetDispatcher:
             else:
                 payload = tool_payload(output, entry.tool.output_schema)
                 content = payload.text
+                if self.shapes is not None and entry.tool.output_schema is None:
+                    self.shapes.observe(entry.tool, content)
         except TimeoutError:
             record.is_error = record.answered = True  # it did not answer in time: it may still run
             raise RuntimeError(

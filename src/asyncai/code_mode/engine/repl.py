@@ -19,6 +19,7 @@ from asyncai.activity import QUIET, Activity
 from asyncai.approvals.gate import Approver, MutationGate, MutationPolicy
 from asyncai.code_mode.catalog.entries import CatalogEntry, Finder
 from asyncai.code_mode.catalog.host_functions import HOST_FUNCTIONS
+from asyncai.code_mode.catalog.observed import ObservedShapes
 from asyncai.code_mode.catalog.stubs import RESERVED_HELPERS, RUN_CODE
 from asyncai.code_mode.engine.clock import WallClock
 from asyncai.code_mode.engine.contract import (
@@ -101,6 +102,8 @@ class ScopeSetup:
     """Asked about mutating calls under ``--mutations ask`` when a call brings no approver of its own."""
     activity: Activity = QUIET
     """Told of every snippet's nested calls (a live display)."""
+    shapes: ObservedShapes | None = None
+    """Where the shapes of results from tools without an output schema are learned."""
     _stubs: tuple[int, str] | None = None
     _preamble: tuple[int, str, str] | None = None
 
@@ -246,6 +249,7 @@ class ReplScope(ToolSource):
                     gate,
                     finder=self.setup.finder,
                     activity=self.setup.activity,
+                    shapes=self.setup.shapes,
                 )
                 result = await self._run(code, dispatcher)
                 await dispatcher.settle()
