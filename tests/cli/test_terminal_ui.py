@@ -175,6 +175,7 @@ def test_ctrl_c_stops_the_run_and_the_chat_goes_on_on_the_same_thread(tmp_path: 
         tool_reply(call("run_code", {"code": "a = 41\na"})),
         text_reply("bound a"),
         tool_reply(call("run_code", {"code": f"await http_get(url='{site.url}/slow/stuck')"})),
+        tool_reply(call("run_code", {"code": "a + 1"})),
         text_reply("after the interrupt"),
     ]
     with ScriptedOpenAI(script) as model:
@@ -196,6 +197,8 @@ def test_ctrl_c_stops_the_run_and_the_chat_goes_on_on_the_same_thread(tmp_path: 
             chat.wait_for("(interrupted: the run was cancelled; the conversation goes on)")
             chat.type("still there?\r")
             chat.wait_for("after the interrupt")
+            # The next snippet read the variable bound before the interrupt: the REPL was kept.
+            assert [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"][-1] == "42"
             messages = [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "user"]
             assert messages[0].startswith("bind a") and messages[-1].startswith("still there?")
             assert not any(m.startswith("fetch forever") for m in messages), "the cancelled run left no turn"

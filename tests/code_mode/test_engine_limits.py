@@ -49,9 +49,25 @@ async def test_cancelled_run_code_stops_its_tool_calls_and_the_scope_recovers(
     ]
     assert "- cut off: hang()" in cancelled["calls"]
     fake.on_call = None
-    after = await run(scope, "40 + 2")  # the cancel reset the REPL: the next result says so, once
+    # The call failed inside the snippet, which ended: its REPL is kept, as IPython keeps it.
+    after = await run(scope, "x + 41")
+    assert (after.content, after.is_error) == ("42", False)
+
+
+async def test_a_cancelled_snippet_that_cannot_be_interrupted_is_stopped_and_says_so(
+    code_mode: CodeMode,
+) -> None:
+    scope = code_mode.scopes.get("busy")
+    await run(scope, "x = 1")
+    task = asyncio.create_task(run(scope, "while True:\n    x = x + 1"))
+    await asyncio.sleep(0)  # the snippet starts; cancelled before or while computing, it ends alike
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    after = await run(scope, "40 + 2")  # pure computation: the worker was stopped, the REPL reset
     assert (after.content, after.is_error) == (f"{repl.RESTARTED_NOTE}\n42", False)
-    assert (await run(scope, "1")).content == "1"
+    gone = await run(scope, "x")
+    assert gone.is_error and "NameError" in gone.content
 
 
 async def test_suspension_budget_cannot_be_caught_and_counts_refused_calls(fake: FakeExecutor) -> None:

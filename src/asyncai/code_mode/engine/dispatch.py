@@ -32,6 +32,7 @@ from asyncai.tools.types import ToolSource
 
 OS_DENIED = "os access disabled in asyncai code mode"
 SETTLE_TIMEOUT = 5.0
+INTERRUPTED_CALL = "interrupted: the run was stopped (Ctrl-C or a cancel) while this call was in flight"
 BUDGET_GRACE_SECONDS = 1.0
 """How long a snippet may go on after its round-trip budget is spent (enough to end normally)."""
 T = TypeVar("T")
@@ -79,6 +80,8 @@ class SnippetDispatcher:
     suspensions: int = 0
     exhausted: str | None = None
     """Set once the suspension budget is spent: the snippet then ends as an error, caught or not."""
+    interrupted: bool = False
+    """The run was stopped from outside: tool calls fail in the snippet (``interrupt``)."""
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     def _count_suspension(self) -> None:
@@ -95,7 +98,23 @@ class SnippetDispatcher:
 
     async def call(self, py_name: str, args: Any, kwargs: Mapping[str, Any]) -> tuple[str, Any]:
         """The sandbox's ``_asyncai_tool``: returns ``(mode, text)`` (``crossing.Payload``) or raises
-        into the sandbox."""
+        into the sandbox. Once the run is interrupted, every call in flight or made later fails in
+        the snippet with a ``RuntimeError``, so the snippet ends and its REPL stays."""
+        if self.interrupted:
+            raise RuntimeError(INTERRUPTED_CALL)
+        try:
+            return await self._call(py_name, args, kwargs)
+        except asyncio.CancelledError:
+            if self.interrupted:  # a cancel must not reach pydantic-monty: it would lose the REPL
+                raise RuntimeError(INTERRUPTED_CALL) from None
+            raise
+
+    def interrupt(self) -> None:
+        """The run was stopped (Ctrl-C, a client's cancel): the calls in flight fail in the snippet."""
+        self.interrupted = True
+        self.cancel_in_flight()
+
+    async def _call(self, py_name: str, args: Any, kwargs: Mapping[str, Any]) -> tuple[str, Any]:
         self._count_suspension()
         entry = self.catalog.get(py_name)
         if entry is None:

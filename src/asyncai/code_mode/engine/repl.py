@@ -53,6 +53,9 @@ from asyncai.wording import setting
 STORE_TIMEOUT = 10.0
 """Seconds any state-store call may take before it counts as failed."""
 RESTARTED_NOTE = "[the sandbox was restarted: variables from earlier run_code calls are gone]"
+INTERRUPT_GRACE_SECONDS = 1.0
+"""How long an interrupted snippet may take to end once its tool calls failed, before it is
+stopped the hard way (its worker killed, its REPL reset)."""
 TYPE_CHECKED_SNIPPETS = 100
 """Snippets of one REPL that are type-checked; later ones run unchecked (see ``_feed``)."""
 PREAMBLE_FILENAME = "<python-input-0>"  # Monty names the Nth feed <python-input-N>
@@ -301,32 +304,39 @@ class ReplScope(ToolSource):
         except _StateLost as exc:
             return RunCodeText(f"error: could not start the sandbox: {exc}", is_error=True)
         capture = PrintCapture(self.limits.max_print_bytes)
+        feed: asyncio.Future[Any] | None = None
         try:
             local = self.setup.sandbox.kind == "pool"  # a remote worker's pid is not ours to watch
             watch = _worker_watch(worker, dispatcher) if local else contextlib.nullcontext()
             remaining = self.limits.wall_timeout - (asyncio.get_running_loop().time() - started)
             async with WallClock(max(remaining, 0.0)) as clock, watch:
                 dispatcher.clock = clock
-                value = await self._feed(
-                    worker, bind_last_value(code, scan.value_at), dispatcher, capture, scan
+                feed = asyncio.ensure_future(
+                    self._feed(worker, bind_last_value(code, scan.value_at), dispatcher, capture, scan)
                 )
+                # Shielded: a cancel that reached the feed would lose the REPL (pydantic-monty);
+                # a cancel from outside interrupts the snippet instead (``_interrupted``).
+                value = await asyncio.shield(feed)
         except TimeoutError:
             dispatcher.cancel_in_flight()
             await self._reset(discard=True)
+            await _retrieve(feed)
             report = dispatcher.calls_report()
             if dispatcher.exhausted is not None:  # it caught the budget error and went on
                 return self._format_error(dispatcher.exhausted, state_reset=True, report=report)
             return self._format_error(self._wall_clock_text(ran=True), report=report)
         except asyncio.CancelledError:
-            # The run was cancelled from outside (Ctrl-C, shutdown): stop the tool calls the feed
-            # started (pydantic-monty does not) and drop the worker the cancelled feed leaves dead.
-            dispatcher.cancel_in_flight()
+            # The run was cancelled from outside (Ctrl-C, a client's cancel, shutdown): the tool
+            # calls it awaits fail inside the snippet, which ends and keeps its REPL; only one
+            # stuck in computation that cannot be interrupted is stopped, and its REPL reset.
+            kept = await asyncio.shield(self._interrupted(feed, dispatcher, bound))
             report = dispatcher.calls_report()
             if report is not None:  # nobody reads a result now: the report goes to the log
                 mutated = any(call.mutating for call in dispatcher.calls)
                 log_event("code_mode.cancelled", logging.WARNING if mutated else logging.INFO, calls=report)
-            await asyncio.shield(self._reset(discard=True))
-            self._restarted = True
+            if not kept:
+                await asyncio.shield(self._reset(discard=True))
+                self._restarted = True
             raise
         except _TypeCheckRejected as exc:
             return RunCodeText(str(exc), is_error=True)
@@ -346,6 +356,24 @@ class ReplScope(ToolSource):
             max_chars=self.limits.max_result_chars,
             kept_as=LAST_VALUE if scan.value_at is not None else None,
         )
+
+    async def _interrupted(
+        self, feed: asyncio.Future[Any] | None, dispatcher: SnippetDispatcher, bound: tuple[str, ...]
+    ) -> bool:
+        """Interrupt a snippet whose run was cancelled; True when it ended and its REPL is kept."""
+        if feed is None:  # cancelled before the snippet started: nothing to keep or lose
+            return True
+        dispatcher.interrupt()
+        await asyncio.wait({feed}, timeout=INTERRUPT_GRACE_SECONDS)
+        if not feed.done():  # computing, not awaiting a tool: only stopping the worker ends it
+            feed.cancel()
+            await _retrieve(feed)
+            return False
+        error = feed.exception() if not feed.cancelled() else asyncio.CancelledError()
+        if error is None or isinstance(error, pm.MontyRuntimeError):
+            self._remember(bound)  # a feed is not transactional: names bound before stay bound
+            return True
+        return False
 
     def _wall_clock_text(self, *, ran: bool, chars: int = 0) -> str:
         limit = f"error: run_code exceeded its wall-clock limit of {seconds(self.limits.wall_timeout)}"
@@ -668,6 +696,17 @@ async def _worker_watch(worker: pm.AsyncMontySession, dispatcher: SnippetDispatc
     finally:
         loop.remove_reader(descriptor)
         os.close(descriptor)
+
+
+async def _retrieve(feed: asyncio.Future[Any] | None) -> None:
+    """Stop a feed and take its outcome, so no error is left unretrieved (a cancel of the caller
+    still goes through)."""
+    if feed is None:
+        return
+    feed.cancel()
+    await asyncio.wait({feed}, timeout=INTERRUPT_GRACE_SECONDS)
+    if feed.done() and not feed.cancelled():
+        feed.exception()
 
 
 def _discard_print(stream: str, text: str) -> None:

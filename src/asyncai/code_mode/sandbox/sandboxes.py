@@ -10,9 +10,14 @@ that finds no free worker fails after ``checkout_timeout`` instead of waiting fo
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import functools
 import os
+import shlex
+import shutil
 import signal
+import tempfile
 from typing import Literal, Protocol
 
 import pydantic_monty as pm
@@ -119,6 +124,7 @@ class PoolSandbox(_MontySandbox):
             max_processes=self.config.max_workers,
             checkout_timeout=self.config.checkout_timeout,
             request_timeout=self.limits.hard_timeout,
+            binary_path=_worker_binary(),
         )
 
 
@@ -135,6 +141,27 @@ class RemoteSandbox(_MontySandbox):
             checkout_timeout=self.config.checkout_timeout,
             request_timeout=self.limits.hard_timeout,
         )
+
+
+@functools.cache
+def _worker_binary() -> str | None:
+    """The monty binary behind a wrapper that ignores SIGINT. Ctrl-C at a terminal signals the
+    whole foreground process group, workers included; a worker that died of it would take its
+    REPL along, where the host only meant to interrupt the snippet. An ignored signal stays
+    ignored across ``exec``. ``None`` (pydantic-monty's own lookup) where no wrapper can be made."""
+    from pydantic_monty._binary import find_monty_binary
+
+    try:
+        real = find_monty_binary()
+        folder = tempfile.mkdtemp(prefix="asyncai-monty-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        wrapper = os.path.join(folder, "monty")
+        with open(wrapper, "w") as handle:
+            handle.write(f"#!/bin/sh\ntrap '' INT\nexec {shlex.quote(real)} \"$@\"\n")
+        os.chmod(wrapper, 0o700)
+    except (OSError, FileNotFoundError):
+        return None
+    return wrapper
 
 
 def open_sandbox(config: SandboxConfig, limits: CodeModeLimits) -> Sandbox:
