@@ -43,11 +43,19 @@ def validate_arguments(
 ) -> dict[str, Any]:
     """Keyword arguments in Python names -> MCP arguments; ``TypeError`` like Python's own, so
     the model meets the wording it knows. A keyword given ``None`` counts as left out."""
+    arguments = {}
+    for name, value in kwargs.items():
+        schema_name = entry.parameters.get(name)
+        if schema_name is None:
+            break
+        if value is not None:
+            arguments[schema_name] = value
+    else:  # every keyword known: the common case, without building any message
+        if not args and all(kwargs.get(name) is not None for name in entry.required):
+            return arguments
     given = [name for name, value in kwargs.items() if value is not None or name not in entry.parameters]
     mistakes = call_mistakes(py_name, entry, [_short_repr(arg) for arg in args or ()], given)
-    if mistakes:
-        raise TypeError(mistakes[0])
-    return {entry.parameters[name]: value for name, value in kwargs.items() if value is not None}
+    raise TypeError(mistakes[0] if mistakes else f"{py_name}() was called wrongly")
 
 
 def _short_repr(value: Any) -> str:
