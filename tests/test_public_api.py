@@ -9,6 +9,13 @@ import sys
 import asyncai
 
 PUBLIC = {
+    "Sample",
+    "SampleRequest",
+    "Sampler",
+    "FormAnswer",
+    "Person",
+    "ServerRequests",
+    "OAuthSettings",
     "Activity",
     "Approval",
     "ApprovalRequest",
@@ -71,3 +78,11 @@ def test_import_loads_no_heavy_dependency() -> None:
     probe = "import sys, asyncai; print(sorted(m for m in ('mcp', 'pydantic_monty', 'httpx2') if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]"
+
+
+def test_the_version_is_the_one_pyproject_declares() -> None:
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    assert asyncai.__version__ == project["version"]

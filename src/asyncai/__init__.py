@@ -15,8 +15,7 @@ pydantic-monty.
 from typing import TYPE_CHECKING
 
 from asyncai.lazy import lazy_exports
-
-__version__ = "0.1.0"
+from asyncai.version import __version__
 
 _EXPORTS = {
     # Code mode
@@ -44,6 +43,14 @@ _EXPORTS = {
     "stdio_spec": "tools.mcp.specs",
     "http_spec": "tools.mcp.specs",
     "specs_from_config": "tools.mcp.specs",
+    "OAuthSettings": "tools.mcp.specs",
+    # What MCP servers ask of their client
+    "ServerRequests": "tools.mcp.server_requests",
+    "Person": "tools.mcp.asking",
+    "FormAnswer": "tools.mcp.asking",
+    "Sampler": "tools.mcp.asking",
+    "SampleRequest": "tools.mcp.asking",
+    "Sample": "tools.mcp.asking",
     # Approvals of mutating calls
     "MutationPolicy": "approvals.gate",
     "Approver": "approvals.gate",
@@ -69,10 +76,13 @@ if TYPE_CHECKING:
     from asyncai.code_mode.scopes import ReplScopes, ScopeUse
     from asyncai.state.stores import DirectoryStore, RedisStore, StateStore
     from asyncai.tools.functions import FunctionTools, tool
+    from asyncai.tools.mcp.asking import FormAnswer, Person, Sample, Sampler, SampleRequest
     from asyncai.tools.mcp.client import McpServers
+    from asyncai.tools.mcp.server_requests import ServerRequests
     from asyncai.tools.mcp.specs import (
         ConfigError,
         HttpServerSpec,
+        OAuthSettings,
         StdioServerSpec,
         http_spec,
         specs_from_config,
@@ -99,20 +109,27 @@ __all__ = [
     "CodeModeLimits",
     "ConfigError",
     "DirectoryStore",
+    "FormAnswer",
     "FunctionTools",
     "HttpServerSpec",
     "McpServers",
     "MutationPolicy",
     "NestedCall",
+    "OAuthSettings",
     "ObservedShapes",
+    "Person",
     "RedisStore",
     "ReplScope",
     "ReplScopes",
     "ResourceError",
     "RoutedTools",
+    "Sample",
+    "SampleRequest",
+    "Sampler",
     "SandboxConfig",
     "SandboxConfigError",
     "ScopeUse",
+    "ServerRequests",
     "ServerStartError",
     "StateStore",
     "StdioServerSpec",

@@ -124,3 +124,6 @@ def configure_logging(verbose: bool = False, stream: TextIO | None = None) -> No
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO if verbose else logging.ERROR)
+    # The SDK's OAuth client logs whole exceptions, whose text can quote a token endpoint's answer:
+    # asyncai reports sign-in failures itself, in one line that holds no secret.
+    logging.getLogger("mcp.client.auth").setLevel(logging.CRITICAL)

@@ -84,7 +84,8 @@ def build(name: str) -> MCPServer:
         server.add_tool(
             grown, name=name, description=f"Added at run time; returns {name!r}.", annotations=READ_ONLY
         )
-        await ctx.session.send_tool_list_changed()
+        await ctx.notify_tools_changed()  # 2026-07-28: to subscriptions/listen streams
+        await ctx.session.send_tool_list_changed()  # the 2025 era: a notification on the session
         return f"added {name}"
 
     return server

@@ -18,6 +18,7 @@ from asyncai.backend import DEFAULT_SYSTEM_PROMPT, BackendConfig
 from asyncai.cli.approval import TerminalApprover
 from asyncai.cli.blocking import LineReader, read_in_thread
 from asyncai.cli.chat import Chat
+from asyncai.cli.questions import TerminalPerson
 from asyncai.cli.sessions import add_session_options, session_recorder, state_store
 from asyncai.cli.settings import (
     Settings,
@@ -27,6 +28,7 @@ from asyncai.cli.settings import (
     add_model_options,
     mutation_policy,
     read_text_file,
+    server_requests,
 )
 from asyncai.cli.wiring import code_mode_executor
 from asyncai.runtime import RunReply, RunRequest, Runtime
@@ -115,15 +117,25 @@ async def run(settings: Settings) -> int:
     if chat and mutation_policy(settings) == "ask":
         pause = activity.paused if activity is not None else contextlib.nullcontext
         approver = TerminalApprover(ask=reader.read, pause=pause)
+    # What servers ask (a form, the model) is asked of the person in the chat, declined elsewhere.
+    pause_display = activity.paused if activity is not None else contextlib.nullcontext
+    requests = server_requests(
+        settings, TerminalPerson(ask=reader.read, pause=pause_display) if chat else None
+    )
     # A recorded session keeps its threads' REPLs too, so a resumed one still has its variables.
     store = await state_store(settings) if recorder is not None else None
     async with contextlib.AsyncExitStack() as closing:
         if store is not None:
             closing.push_async_callback(store.aclose)  # closed last, after the REPLs are saved
-        executor = await closing.enter_async_context(code_mode_executor(settings, approver, store, activity))
+        executor = await closing.enter_async_context(
+            code_mode_executor(settings, approver, store, activity, requests)
+        )
         backend = await closing.enter_async_context(
             OpenAiCompatibleBackend(config, activity=activity or QUIET)
         )
+        from asyncai.backend.sampling import BackendSampler
+
+        requests.sampler = BackendSampler(backend)
         runtime = Runtime(backend, executor.scopes, sessions=recorder)
         try:
             if jsonl:

@@ -16,6 +16,7 @@ from typing import NoReturn
 
 from asyncai.cli import (
     agent_command,
+    mcp_command,
     run_code_command,
     serve_command,
     sessions_command,
@@ -43,6 +44,7 @@ SUBCOMMANDS: dict[str, Command] = {
     "run-code": run_code_command.run,
     "sessions": sessions_command.run,
     "serve-mcp": serve_command.run,
+    "mcp": mcp_command.run,
 }
 
 
@@ -54,12 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     agent_command.add_arguments(parser)
     subparsers = parser.add_subparsers(
-        dest="command", metavar="{tools,run-code,sessions,serve-mcp}", action=MergingSubParsers
+        dest="command", metavar="{tools,run-code,sessions,serve-mcp,mcp}", action=MergingSubParsers
     )
     tools_command.add_parser(subparsers)
     run_code_command.add_parser(subparsers)
     sessions_command.add_parser(subparsers)
     serve_command.add_parser(subparsers)
+    mcp_command.add_parser(subparsers)
     for subparser in subcommands(parser).values():
         suppress_defaults(subparser)  # options given before the subcommand stay
     return parser
@@ -88,6 +91,8 @@ FLAGS = {
     "location": "--state-store",
     "command_line": "--mcp-stdio command",
     "url": "--mcp-http URL",
+    "sampling": "--sampling",
+    "elicitation": "--elicitation",
 }
 """How messages from the library name its settings on the command line."""
 

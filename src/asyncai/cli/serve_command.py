@@ -9,7 +9,14 @@ import sys
 from typing import TYPE_CHECKING
 
 from asyncai.cli.sessions import DEFAULT_STATE_TTL
-from asyncai.cli.settings import Settings, UsageError, add_code_options, add_mcp_options, read_text_file
+from asyncai.cli.settings import (
+    Settings,
+    UsageError,
+    add_code_options,
+    add_mcp_options,
+    read_text_file,
+    server_requests,
+)
 from asyncai.cli.wiring import code_mode_executor
 from asyncai.transcripts.session import asyncai_version
 
@@ -121,6 +128,7 @@ def shared_store_url(settings: Settings, http: bool) -> str | None:
 async def run(settings: Settings) -> int:
     # The MCP server side (mcp.server, starlette, uvicorn) loads only when serve-mcp runs.
     from asyncai.serve import BindError, CodeModeServer, check_bind, listen, serve_http, serve_stdio
+    from asyncai.serve.client_asking import ServeClients
     from asyncai.serve.http import MCP_PATH
 
     options = http_options(settings)
@@ -137,9 +145,16 @@ async def run(settings: Settings) -> int:
         async with contextlib.AsyncExitStack() as closing:
             shared = await _shared_sessions(settings, store_url, closing) if store_url else None
             store = shared.store if shared is not None else None
-            executor = await closing.enter_async_context(code_mode_executor(settings, state_store=store))
+            # What a wrapped server asks goes on to the client whose snippet made the call.
+            clients = ServeClients()
+            requests = server_requests(settings, person=clients)
+            requests.sampler = clients
+            executor = await closing.enter_async_context(
+                code_mode_executor(settings, state_store=store, requests=requests)
+            )
             server = CodeModeServer(
                 executor,
+                clients=clients,
                 expose_direct=settings.switch("expose_direct"),
                 idle_timeout=settings.number("session_idle", 1800.0),
                 version=asyncai_version(),

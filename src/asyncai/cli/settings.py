@@ -12,13 +12,19 @@ import tomllib
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from asyncai.approvals.gate import MUTATION_POLICIES, MutationPolicy
 from asyncai.code_mode import SANDBOX_KINDS, CodeModeLimits, SandboxConfig
 from asyncai.code_mode.limits import parse_memory
 from asyncai.code_mode.sandbox.config import SandboxKind
 from asyncai.tools import ServerSpec, http_spec, specs_from_config, stdio_spec
+from asyncai.tools.mcp.asking import ELICITATION_POLICIES, SAMPLING_POLICIES
+
+if TYPE_CHECKING:
+    from asyncai.tools.mcp.asking import Person
+    from asyncai.tools.mcp.oauth import SignInMode
+    from asyncai.tools.mcp.server_requests import ServerRequests
 
 DEFAULT_CONFIG = Path("~/.config/asyncai/config.toml")
 PATH_KEYS = ("config", "mcp_config", "code_preamble", "system_file", "file")
@@ -41,6 +47,26 @@ def add_mcp_options(parser: argparse.ArgumentParser) -> None:
         "--mcp-config", action="append", metavar="FILE", help='Claude-style {"mcpServers": ...} file'
     )
     group.add_argument("--tool-timeout", type=float, metavar="SECONDS", help="per tool call (default 120)")
+    group.add_argument(
+        "--no-browser",
+        dest="browser",
+        action="store_false",
+        default=None,
+        help="to sign in to a server, print the URL instead of opening a browser",
+    )
+    group.add_argument(
+        "--elicitation",
+        choices=ELICITATION_POLICIES,
+        help="a server asking for input: ask (the chat's default), accept-defaults, decline (elsewhere)",
+    )
+    group.add_argument(
+        "--sampling",
+        choices=SAMPLING_POLICIES,
+        help="a server asking the model: allow, ask (the chat's default), deny (elsewhere)",
+    )
+    group.add_argument(
+        "--root", action="append", metavar="DIR", help="directory offered to servers as a root (default: cwd)"
+    )
     parser.add_argument("--config", metavar="FILE", help=f"settings file (default {DEFAULT_CONFIG})")
     parser.add_argument(
         "-v", "--verbose", action="store_true", default=None, help="NDJSON debug log on stderr"
@@ -270,6 +296,46 @@ def server_specs(settings: Settings) -> list[ServerSpec]:
     for path in settings.texts("mcp_config"):
         specs += specs_from_config(path)
     return specs
+
+
+def sign_in_mode(settings: Settings, interactive: bool) -> SignInMode:
+    """How a server that asks for sign-in gets it: in the browser (``BROWSER`` chooses) when someone
+    can answer, the URL printed with ``--no-browser``, else not at all (the server is reported as
+    needing ``asyncai mcp login``)."""
+    if not interactive:
+        return "never"
+    return "browser" if settings.switch("browser", True) else "print"
+
+
+def server_requests(settings: Settings, person: Person | None = None) -> ServerRequests:
+    """How servers' questions are answered: asked of ``person`` by default when there is one (the
+    chat), declined where nobody can answer; roots are ``--root`` or the working directory."""
+    from asyncai.tools.mcp.server_requests import ServerRequests
+
+    ask = person is not None
+    elicitation = settings.text("elicitation") or ("ask" if ask else "decline")
+    sampling = settings.text("sampling") or ("ask" if ask else "deny")
+    if elicitation not in ELICITATION_POLICIES:
+        raise UsageError(
+            f"--elicitation must be one of {', '.join(ELICITATION_POLICIES)}, not {elicitation!r}"
+        )
+    if sampling not in SAMPLING_POLICIES:
+        raise UsageError(f"--sampling must be one of {', '.join(SAMPLING_POLICIES)}, not {sampling!r}")
+    roots = [Path(directory).expanduser() for directory in settings.texts("root")] or [Path.cwd()]
+    for root in roots:
+        if not root.is_dir():
+            raise UsageError(f"--root {root}: not a directory")
+    return ServerRequests(
+        elicitation=elicitation,
+        sampling=sampling,
+        person=person,
+        roots=tuple(roots),
+    )
+
+
+def someone_can_sign_in() -> bool:
+    """A person at the terminal, or a browser command set for this run."""
+    return sys.stdin.isatty() or bool(os.environ.get("BROWSER"))
 
 
 def _size(settings: Settings, key: str, default: int) -> int:

@@ -67,6 +67,8 @@ def _counted(number: int, noun: str) -> str:
 
 def render_summary(summary: ServerSummary) -> str:
     """``server everything: 13 tools, 7 resources, 4 prompts`` (or why the server is missing)."""
+    if summary.needs_sign_in:
+        return f"server {summary.name}: needs sign-in (asyncai mcp login {summary.name})"
     if not summary.started:
         return f"server {summary.name}: not started: {summary.error}"
     parts = [
@@ -88,6 +90,7 @@ async def listing(executor: McpServers) -> str:
 
 
 async def run(settings: Settings, out: TextIO = sys.stdout) -> int:
-    async with mcp_executor(settings) as executor:
+    # A listing never opens a browser, and lists the servers that need sign-in rather than fail.
+    async with mcp_executor(settings, sign_in="never", list_sign_in=True) as executor:
         print(await listing(executor), file=out)
     return 0

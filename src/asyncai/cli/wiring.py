@@ -14,7 +14,10 @@ from asyncai.cli.settings import (
     mutation_policy,
     read_preamble,
     sandbox_config,
+    server_requests,
     server_specs,
+    sign_in_mode,
+    someone_can_sign_in,
 )
 from asyncai.tools.mcp.early_start import early_servers
 
@@ -22,13 +25,25 @@ if TYPE_CHECKING:
     from asyncai.approvals.gate import Approver
     from asyncai.code_mode import CodeMode
     from asyncai.state.stores import StateStore
-    from asyncai.tools import McpServers
+    from asyncai.tools import McpServers, ServerSpec
+    from asyncai.tools.mcp.oauth import SignInMode
+    from asyncai.tools.mcp.server_requests import ServerRequests
 
 
 @contextlib.asynccontextmanager
-async def mcp_executor(settings: Settings) -> AsyncIterator[McpServers]:
+async def mcp_executor(
+    settings: Settings,
+    sign_in: SignInMode | None = None,
+    list_sign_in: bool = False,
+    specs: list[ServerSpec] | None = None,
+    requests: ServerRequests | None = None,
+) -> AsyncIterator[McpServers]:
+    """The configured servers, started; ``sign_in`` says how a server asking for OAuth sign-in gets
+    it (by default: in the browser when someone can answer, else it is reported)."""
     limits = code_limits(settings)
-    specs = server_specs(settings)
+    if sign_in is None:
+        sign_in = sign_in_mode(settings, someone_can_sign_in())
+    specs = server_specs(settings) if specs is None else specs
     # The model API key (from --api-key, OPENAI_API_KEY or the settings file) is asyncai's secret:
     # no stdio server inherits a variable holding it unless its config env names it.
     secrets = [settings.text("api_key")]
@@ -38,7 +53,13 @@ async def mcp_executor(settings: Settings) -> AsyncIterator[McpServers]:
 
         # The code-mode per-call timeout fires first; the MCP one is a backstop for direct use.
         async with McpServers(
-            specs, tool_timeout=limits.tool_timeout + 5.0, secrets=secrets, early=early
+            specs,
+            tool_timeout=limits.tool_timeout + 5.0,
+            secrets=secrets,
+            early=early,
+            sign_in=sign_in,
+            list_sign_in=list_sign_in,
+            requests=requests or server_requests(settings),
         ) as executor:
             yield executor
 
@@ -49,12 +70,14 @@ async def code_mode_executor(
     approver: Approver | None = None,
     state_store: StateStore | None = None,
     activity: Activity | None = None,
+    requests: ServerRequests | None = None,
 ) -> AsyncIterator[CodeMode]:
     """Code mode over the configured servers; ``approver`` decides mutating calls under
     ``--mutations ask`` (without one they are refused); ``state_store`` keeps thread REPLs for
-    resumed sessions."""
+    resumed sessions; ``requests`` answers what the servers ask (declined by default)."""
     from asyncai.code_mode import CodeMode  # pydantic-monty and the engine: only to run code
     from asyncai.code_mode.catalog.observed import SHAPES_FILE, ObservedShapes
+    from asyncai.code_mode.engine.clock import every_clock_paused
     from asyncai.state.stores import default_state_dir
 
     limits = code_limits(settings)
@@ -62,7 +85,10 @@ async def code_mode_executor(
     sandbox.resolved_kind()  # fail on a bad sandbox choice before any server starts
     preamble = read_preamble(settings)
     mutations = mutation_policy(settings)
-    async with mcp_executor(settings) as inner:
+    requests = requests or server_requests(settings)
+    # A snippet's wall clock stops while a person answers what a server asked, as for approvals.
+    requests.waiting = every_clock_paused
+    async with mcp_executor(settings, requests=requests) as inner:
         executor = CodeMode(
             inner,
             limits,

@@ -28,6 +28,7 @@ from asyncai.code_mode.catalog.stubs import RUN_CODE
 from asyncai.code_mode.scopes import ReplScopes
 from asyncai.log import log_event
 from asyncai.serve.approval import ElicitationApprover
+from asyncai.serve.client_asking import ServeClients
 from asyncai.serve.shared import SessionBusy, SharedSessions, state_key
 from asyncai.tools.mcp.results import mcp_result, mcp_tool
 from asyncai.tools.types import ToolCallOutput
@@ -104,8 +105,11 @@ class CodeModeServer:
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         version: str = "",
         shared: SharedSessions | None = None,
+        clients: ServeClients | None = None,
     ) -> None:
         self.executor = executor
+        self.clients = clients or ServeClients()
+        """Where a wrapped server's questions go: the client whose snippet asked."""
         self.shared = shared
         """Where HTTP sessions are shared with other instances (``None``: this process only)."""
         self._session_runs: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
@@ -175,6 +179,12 @@ class CodeModeServer:
         return mcp_result(ToolCallOutput.error(f"error: unknown tool {params.name!r}; the tools are {names}"))
 
     async def _run_code(
+        self, ctx: ServerRequestContext[Any, Any], arguments: dict[str, Any]
+    ) -> mt.CallToolResult:
+        with self.clients.serving(ctx.session, ctx.request_id):
+            return await self._run_code_for(ctx, arguments)
+
+    async def _run_code_for(
         self, ctx: ServerRequestContext[Any, Any], arguments: dict[str, Any]
     ) -> mt.CallToolResult:
         approver = ElicitationApprover(ctx.session, ctx.request_id)

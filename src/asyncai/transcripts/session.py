@@ -25,18 +25,14 @@ from asyncai.tools.types import ToolCallOutput
 from asyncai.transcripts import records
 from asyncai.transcripts.reader import Transcript
 from asyncai.transcripts.records import Links, RecordContext
+from asyncai.version import __version__
 
 RESTART_NOTE = "[the sandbox was restarted: variables from earlier run_code calls are gone]"
 
 
 @functools.cache
 def asyncai_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # slow to import: only when asked
-
-    try:
-        return version("asyncai")
-    except PackageNotFoundError:
-        return "0"
+    return __version__
 
 
 @functools.cache

@@ -70,7 +70,8 @@ async def test_task_only_tool_is_flagged(everything: McpServers) -> None:
 
 async def test_summary_counts_tools_resources_and_prompts(everything: McpServers) -> None:
     [summary] = await everything.summaries()
-    assert (summary.name, summary.tools, summary.resources, summary.error) == ("everything", 13, 7, None)
+    # 13, plus trigger-elicitation-request and trigger-url-elicitation: asyncai declares elicitation.
+    assert (summary.name, summary.tools, summary.resources, summary.error) == ("everything", 15, 7, None)
     assert summary.prompts is not None and summary.prompts > 0
 
 

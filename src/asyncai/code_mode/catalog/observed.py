@@ -10,15 +10,13 @@ fails because of an observation: a value that contradicts the shape widens it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from asyncai.files import write_private
 from asyncai.log import log_event
 from asyncai.tools.types import ToolDefinition
 
@@ -145,15 +143,8 @@ class ObservedShapes:
             return
         kept = sorted(self._entries.items(), key=lambda item: item[1].get("seen", 0))[-MAX_ENTRIES:]
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            descriptor, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".shapes-")
-            with os.fdopen(descriptor, "w") as handle:
-                json.dump(dict(kept), handle, separators=(",", ":"))
-            os.chmod(temporary, 0o600)
-            os.replace(temporary, self.path)
+            write_private(self.path, json.dumps(dict(kept), separators=(",", ":")))
         except OSError as exc:
             log_event("shapes.not_saved", logging.WARNING, path=str(self.path), error=str(exc))
-            with contextlib.suppress(OSError, UnboundLocalError):
-                os.unlink(temporary)
             return
         self._changed = False

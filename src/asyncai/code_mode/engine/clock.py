@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
 from collections.abc import AsyncIterator
 from types import TracebackType
+
+_running: weakref.WeakSet[WallClock] = weakref.WeakSet()
+"""The clocks of the snippets running now (``every_clock_paused``)."""
 
 
 class WallClock:
@@ -19,11 +23,13 @@ class WallClock:
     async def __aenter__(self) -> WallClock:
         self._loop = asyncio.get_running_loop()
         await self._timeout.__aenter__()
+        _running.add(self)
         return self
 
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        _running.discard(self)
         await self._timeout.__aexit__(kind, exc, tb)
 
     def expire_within(self, seconds: float) -> None:
@@ -54,3 +60,13 @@ class WallClock:
             self._pauses -= 1
             if self._pauses == 0 and self._remaining is not None:
                 self._timeout.reschedule(loop.time() + self._remaining)
+
+
+@contextlib.asynccontextmanager
+async def every_clock_paused() -> AsyncIterator[None]:
+    """While a person answers an MCP server's question: no running snippet's wall clock counts it.
+    (A server of the 2025 era asks on its connection's loop, which knows no snippet: all pause.)"""
+    async with contextlib.AsyncExitStack() as paused:
+        for clock in list(_running):
+            await paused.enter_async_context(clock.paused())
+        yield

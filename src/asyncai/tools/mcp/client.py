@@ -18,22 +18,28 @@ import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx2
 import mcp.types as mt
-from mcp import ClientSession, MCPError, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client import IncomingMessage, Transport
 from mcp.client.sse import sse_client
 from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from asyncai.humanize import count, seconds
 from asyncai.log import log_event
 from asyncai.tools.mcp import stdio_patch
 from asyncai.tools.mcp.early_start import EarlyServers
 from asyncai.tools.mcp.environment import server_environment
+from asyncai.tools.mcp.oauth import SignIn, SignInMode, sign_in_failure
 from asyncai.tools.mcp.results import call_output, tool_definition
-from asyncai.tools.mcp.specs import ServerSpec, StdioServerSpec, unique_names
+from asyncai.tools.mcp.server_requests import ServerRequests
+from asyncai.tools.mcp.specs import HttpServerSpec, ServerSpec, StdioServerSpec, unique_names
 from asyncai.tools.mcp.stderr_pump import StderrPump
 from asyncai.tools.routing import RoutedTools
 from asyncai.tools.types import (
@@ -44,6 +50,7 @@ from asyncai.tools.types import (
     ToolsChangedListener,
     ToolSource,
 )
+from asyncai.version import __version__
 
 DEFAULT_TOOL_TIMEOUT = 120.0
 _CONNECTION_CLOSED_MESSAGE = "Connection closed"
@@ -51,6 +58,8 @@ _CONNECTION_CLOSED_MESSAGE = "Connection closed"
 DEFAULT_CONNECT_TIMEOUT = 60.0
 _SSE_READ_TIMEOUT = 24 * 3600.0  # an idle legacy SSE stream is normal; only the server ends it
 _RESOURCE_PROBE_TIMEOUT = 10.0
+_LISTEN_ATTEMPTS = 5
+CLIENT_INFO = mt.Implementation(name="asyncai", version=__version__)
 
 stdio_patch.apply()
 
@@ -66,6 +75,11 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 def _describe(exc: BaseException) -> str:
     leaves = [leaf for leaf in _leaves(exc) if not isinstance(leaf, asyncio.CancelledError)] or [exc]
     leaf = leaves[0]
+    sign_in = sign_in_failure(leaf)
+    if sign_in is not None:
+        return sign_in
+    if isinstance(leaf, MCPError) and leaf.code == mt.UNSUPPORTED_PROTOCOL_VERSION:
+        return f"no protocol version in common: {_first_line(leaf.message)}"
     if isinstance(leaf, OSError) and leaf.strerror:
         return leaf.strerror
     text = str(leaf).strip().splitlines()
@@ -82,8 +96,15 @@ class McpConnection(ToolSource):
         tool_timeout: float,
         secrets: tuple[str, ...] = (),
         early: EarlyServers | None = None,
+        sign_in_mode: SignInMode = "never",
+        state_home: Path | None = None,
+        requests: ServerRequests | None = None,
     ) -> None:
         self.spec = spec
+        self.requests = requests or ServerRequests()
+        self.sign_in_mode = sign_in_mode
+        self.state_home = state_home
+        self._sign_in: SignIn | None = None
         self._early = early
         self.tool_timeout = tool_timeout
         self.secrets = secrets
@@ -93,7 +114,9 @@ class McpConnection(ToolSource):
         """What ``resources/list`` gave at start."""
         self.offers_resources = False
         self.dead_reason: str | None = None
-        self._client: ClientSession | None = None
+        self._client: Client | None = None
+        self.protocol_version: str | None = None
+        """What was negotiated: ``2026-07-28`` (stateless) or a 2025-era handshake version."""
         self._ready: asyncio.Future[None] | None = None
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -153,7 +176,7 @@ class McpConnection(ToolSource):
         return message
 
     @contextlib.asynccontextmanager
-    async def _open_client(self) -> AsyncIterator[ClientSession]:
+    async def _open_client(self) -> AsyncIterator[Client]:
         spec = self.spec
         if isinstance(spec, StdioServerSpec):
             # The SDK alone passes only HOME, PATH and a few more; a server sees the user's
@@ -169,44 +192,89 @@ class McpConnection(ToolSource):
             self._stderr = early.stderr if early is not None else StderrPump(self.name)
             adopt = stdio_patch.adopting(early.process) if early is not None else contextlib.nullcontext()
             with adopt:
-                async with stdio_client(params, errlog=self._stderr.writer) as (read, write):
-                    self._stderr.close_writer()
-                    async with ClientSession(read, write, message_handler=self._on_message) as session:
-                        yield session
+                transport = _closing_writer(stdio_client(params, errlog=self._stderr.writer), self._stderr)
+                async with self._client_over(transport) as client:
+                    yield client
         elif spec.transport == "sse":
-            async with (
-                sse_client(
-                    spec.url, headers=spec.headers, timeout=30.0, sse_read_timeout=_SSE_READ_TIMEOUT
-                ) as (read, write),
-                ClientSession(read, write, message_handler=self._on_message) as session,
-            ):
-                yield session
+            sign_in = self._sign_in_for(spec)
+            transport = sse_client(
+                spec.url,
+                headers=spec.headers,
+                timeout=30.0,
+                sse_read_timeout=_SSE_READ_TIMEOUT,
+                auth=sign_in.auth() if sign_in is not None else None,
+            )
+            async with self._client_over(transport) as client:
+                yield client
         else:
             timeout = httpx2.Timeout(30.0, read=max(self.tool_timeout + 30.0, 300.0))
-            async with (
-                httpx2.AsyncClient(headers=spec.headers, timeout=timeout) as http,
+            sign_in = self._sign_in_for(spec)
+            auth = sign_in.auth() if sign_in is not None else None
+            hooks = {"response": [sign_in.note_response]} if sign_in is not None else {}
+            async with httpx2.AsyncClient(
+                headers=spec.headers, timeout=timeout, auth=auth, event_hooks=hooks
+            ) as http:
                 # The SDK caps one SSE event at 1 MiB; a tool's answer may be larger (the sandbox filters it).
-                streamable_http_client(spec.url, http_client=http, max_sse_event_size=None) as (read, write),
-                ClientSession(read, write, message_handler=self._on_message) as session,
-            ):
-                yield session
+                transport = streamable_http_client(spec.url, http_client=http, max_sse_event_size=None)
+                async with self._client_over(transport) as client:
+                    yield client
+
+    def _sign_in_for(self, spec: HttpServerSpec) -> SignIn | None:
+        """OAuth for this server, unless its config already sends credentials of its own."""
+        if any(key.lower() == "authorization" for key in spec.headers):
+            return None
+        self._sign_in = SignIn(self.name, spec.url, spec.oauth, self.sign_in_mode, self.state_home)
+        return self._sign_in
+
+    @property
+    def needs_sign_in(self) -> bool:
+        """It answered 401 and nobody could sign in here (``asyncai mcp login NAME`` can)."""
+        return self._sign_in is not None and self._sign_in.required
+
+    @property
+    def signed_in_now(self) -> bool:
+        return self._sign_in is not None and self._sign_in.completed
+
+    @property
+    def signed_in_before(self) -> bool:
+        return self._sign_in is not None and self._sign_in.signed_in_before
+
+    def _client_over(self, transport: Transport) -> Client:
+        """The SDK's client, negotiating the protocol era as ``mode="auto"`` does: ``server/discover``
+        for 2026-07-28 servers, ``initialize`` for the 2025 era."""
+        return Client(
+            transport,
+            mode="auto",
+            client_info=CLIENT_INFO,
+            message_handler=self._on_message,
+            cache=None,  # tool lists are refetched on change notices; a cached page would hide them
+            **self.requests.client_callbacks(self.name),
+        )
 
     async def _serve(self) -> None:
         assert self._ready is not None
         try:
-            async with self._open_client() as session:
-                initialized = await session.initialize()
-                self.capabilities = initialized.capabilities
-                self._tools = await self._list_tools(session, self.name) if self._has_tools() else []
-                await self._probe_resources(session)
-                self._client = session
+            async with self._open_client() as client:
+                self.capabilities = client.server_capabilities
+                self.protocol_version = client.protocol_version
+                self._tools = await self._list_tools(client, self.name) if self._has_tools() else []
+                await self._probe_resources(client)
+                self._client = client
                 self._ready.set_result(None)
-                await self._closing.wait()
+                listening = self._start_listening(client)
+                try:
+                    await self._closing.wait()
+                finally:
+                    if listening is not None:
+                        listening.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await listening
         except BaseException as exc:  # the task owns the transport: every failure ends here
             if not self._ready.done() and self._closing.is_set():
                 self._ready.cancel()  # start() gave up waiting and reports the failure itself
             elif not self._ready.done():
-                self._ready.set_exception(ServerStartError(await self._start_error(_describe(exc))))
+                reason = self._sign_in.problem() if self.needs_sign_in and self._sign_in else _describe(exc)
+                self._ready.set_exception(ServerStartError(await self._start_error(reason)))
             elif not self._closing.is_set():
                 self._mark_dead(_describe(exc))
             if isinstance(exc, asyncio.CancelledError):
@@ -215,19 +283,49 @@ class McpConnection(ToolSource):
             self._client = None
             if self._stderr is not None:
                 self._stderr.close_writer()
+            if self._sign_in is not None:
+                await self._sign_in.aclose()
 
-    async def _on_message(self, message: mt.ServerNotification | Exception) -> None:
-        """``tools/list_changed``: list the tools again, off the session's receive loop."""
+    async def _on_message(self, message: IncomingMessage) -> None:
+        """``tools/list_changed`` (2025 era): list the tools again, off the session's receive loop."""
         if isinstance(message, mt.ToolListChangedNotification) and self._client is not None:
             task = asyncio.get_running_loop().create_task(self._refresh_tools(self._client))
             self._refreshes.add(task)
             task.add_done_callback(self._refreshes.discard)
 
-    async def _refresh_tools(self, session: ClientSession) -> None:
+    def _start_listening(self, client: Client) -> asyncio.Task[None] | None:
+        """Under 2026-07-28 change notices come on a ``subscriptions/listen`` stream, opened only
+        when the server says its tool list can change."""
+        tools = self.capabilities.tools if self.capabilities is not None else None
+        if self.protocol_version not in MODERN_PROTOCOL_VERSIONS or tools is None or not tools.list_changed:
+            return None
+        return asyncio.get_running_loop().create_task(self._listen(client), name=f"mcp-{self.name}-listen")
+
+    async def _listen(self, client: Client) -> None:
+        lost = 0
+        while lost < _LISTEN_ATTEMPTS:
+            try:
+                async with client.listen(tools_list_changed=True) as subscription:
+                    async for _ in subscription:
+                        lost = 0
+                        await self._refresh_tools(client)
+                return  # the server closed the stream gracefully: it will send no more notices
+            except SubscriptionLost:
+                if self._closing.is_set():
+                    return
+                lost += 1  # no replay: listen again and refetch what may have changed meanwhile
+                await self._refresh_tools(client)
+            except (ListenNotSupportedError, MCPError, TimeoutError) as exc:
+                log_event("mcp.listen_failed", logging.WARNING, server=self.name, error=_describe(exc))
+                return
+        log_event("mcp.listen_failed", logging.WARNING, server=self.name, error="the stream kept dropping")
+
+    async def _refresh_tools(self, client: Client) -> None:
         try:
-            self._tools = await self._list_tools(session, self.name)
+            self._tools = await self._list_tools(client, self.name)
         except Exception as exc:
-            log_event("mcp.tools_refresh_failed", logging.WARNING, server=self.name, error=_describe(exc))
+            if not self._closing.is_set():  # a refresh cut short by closing is no news
+                log_event("mcp.tools_refresh_failed", logging.WARNING, server=self.name, error=_describe(exc))
             return
         log_event("mcp.tools_changed", logging.INFO, server=self.name, tools=[t.name for t in self._tools])
         for listener in self._listeners:
@@ -241,25 +339,23 @@ class McpConnection(ToolSource):
         return capabilities.resources is None and capabilities.prompts is None
 
     @staticmethod
-    async def _list_tools(session: ClientSession, server: str) -> list[ToolDefinition]:
+    async def _list_tools(client: Client, server: str) -> list[ToolDefinition]:
         tools: list[ToolDefinition] = []
         cursor: str | None = None
         while True:
-            page = await session.list_tools(
-                params=mt.PaginatedRequestParams(cursor=cursor) if cursor else None
-            )
+            page = await client.list_tools(cursor=cursor)
             tools.extend(tool_definition(t, server) for t in page.tools)
             cursor = page.next_cursor
             if not cursor:
                 return tools
 
-    async def _probe_resources(self, session: ClientSession) -> None:
+    async def _probe_resources(self, client: Client) -> None:
         if self.capabilities is None or self.capabilities.resources is None:
             return
         try:
             async with asyncio.timeout(_RESOURCE_PROBE_TIMEOUT):
-                listed = await _every_resource(session)
-                templates = [] if listed else (await session.list_resource_templates()).resource_templates
+                listed = await _every_resource(client)
+                templates = [] if listed else (await client.list_resource_templates()).resource_templates
         except Exception as exc:  # the server claims resources: let reads and listings report the failure
             log_event("mcp.resource_probe_failed", logging.INFO, server=self.name, error=_describe(exc))
             self.offers_resources = True
@@ -277,13 +373,22 @@ class McpConnection(ToolSource):
             return f"MCP server '{self.name}' is not running ({self.dead_reason})"
         return None
 
+    async def roots_changed(self) -> None:
+        client = self._client
+        if client is None or self.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        try:
+            await client.session.send_roots_list_changed()
+        except Exception as exc:  # a notice that cannot be sent changes nothing else
+            log_event("mcp.roots_notice_failed", logging.INFO, server=self.name, error=_describe(exc))
+
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput:
         limit = self.tool_timeout
-        session = self._client
-        if session is None or self.dead_reason is not None:
+        client = self._client
+        if client is None or self.dead_reason is not None:
             return ToolCallOutput.error(f"tool error: {self._not_running()}")
         try:
-            result = await session.call_tool(name, arguments, read_timeout_seconds=limit)
+            result = await client.call_tool(name, arguments, read_timeout_seconds=limit)
         except MCPError as exc:
             if exc.code == mt.REQUEST_TIMEOUT:
                 return ToolCallOutput.error(f"tool {name} timed out after {seconds(limit)}")
@@ -296,14 +401,14 @@ class McpConnection(ToolSource):
             return ToolCallOutput.error(f"tool error: {name} on server '{self.name}': {_describe(exc)}")
         return call_output(result)
 
-    async def _request(self, what: str, request: Callable[[ClientSession], Awaitable[_T]]) -> _T:
-        """Run ``request(session)`` within the tool timeout; every failure is a one-line ResourceError."""
-        session = self._client
-        if session is None or self.dead_reason is not None:
+    async def _request(self, what: str, request: Callable[[Client], Awaitable[_T]]) -> _T:
+        """Run ``request(client)`` within the tool timeout; every failure is a one-line ResourceError."""
+        client = self._client
+        if client is None or self.dead_reason is not None:
             raise ResourceError(f"cannot {what}: {self._not_running()}")
         try:
             async with asyncio.timeout(self.tool_timeout):
-                return await request(session)
+                return await request(client)
         except TimeoutError:
             raise ResourceError(
                 f"cannot {what}: server '{self.name}' gave no answer within {seconds(self.tool_timeout)}"
@@ -323,8 +428,8 @@ class McpConnection(ToolSource):
         return [_resource_entry(resource, self.name) for resource in listed]
 
     async def read_resource(self, uri: str) -> list[dict[str, Any]]:
-        async def read(session: ClientSession) -> mt.ReadResourceResult:
-            return await session.read_resource(uri)
+        async def read(client: Client) -> mt.ReadResourceResult:
+            return await client.read_resource(uri)
 
         result = await self._request(f"read {uri}", read)
         contents = [_resource_contents(part) for part in result.contents]
@@ -339,13 +444,11 @@ class McpConnection(ToolSource):
         return contents
 
     async def count_prompts(self) -> int:
-        async def every_page(session: ClientSession) -> int:
+        async def every_page(client: Client) -> int:
             total = 0
             cursor: str | None = None
             while True:
-                page = await session.list_prompts(
-                    params=mt.PaginatedRequestParams(cursor=cursor) if cursor else None
-                )
+                page = await client.list_prompts(cursor=cursor)
                 total += len(page.prompts)
                 cursor = page.next_cursor
                 if not cursor:
@@ -362,17 +465,24 @@ class McpConnection(ToolSource):
                 await self._task
 
 
-async def _every_resource(session: ClientSession) -> list[mt.Resource]:
+async def _every_resource(client: Client) -> list[mt.Resource]:
     found: list[mt.Resource] = []
     cursor: str | None = None
     while True:
-        page = await session.list_resources(
-            params=mt.PaginatedRequestParams(cursor=cursor) if cursor else None
-        )
+        page = await client.list_resources(cursor=cursor)
         found.extend(page.resources)
         cursor = page.next_cursor
         if not cursor:
             return found
+
+
+@contextlib.asynccontextmanager
+async def _closing_writer(transport: Transport, pump: StderrPump) -> AsyncIterator[Any]:
+    """The stdio transport, closing the parent's copy of the child's stderr pipe once it has spawned
+    (so the pump sees end of file when the server exits)."""
+    async with transport as streams:
+        pump.close_writer()
+        yield streams
 
 
 def _first_line(text: str) -> str:
@@ -411,6 +521,7 @@ class ServerSummary:
     error: str | None = None
     """Why the server did not start, or why a listing failed."""
     started: bool = True
+    needs_sign_in: bool = False
 
 
 class McpServers(RoutedTools):
@@ -429,11 +540,20 @@ class McpServers(RoutedTools):
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         secrets: Iterable[str | None] = (),
         early: EarlyServers | None = None,
+        sign_in: SignInMode = "never",
+        state_home: Path | None = None,
+        list_sign_in: bool = False,
+        requests: ServerRequests | None = None,
     ) -> None:
         super().__init__()
+        self.requests = requests or ServerRequests()
+        """How elicitation, sampling and roots requests from the servers are answered."""
+        self.list_sign_in = list_sign_in
+        """Servers needing sign-in are listed, not a failure, even when no other server starts."""
         kept = tuple(secret for secret in secrets if secret)
         self._configured = [
-            McpConnection(spec, tool_timeout, kept, early) for spec in unique_names(list(specs))
+            McpConnection(spec, tool_timeout, kept, early, sign_in, state_home, self.requests)
+            for spec in unique_names(list(specs))
         ]
         self.connections: list[McpConnection] = []
         """The servers that started (after ``connect``), in configuration order."""
@@ -462,7 +582,10 @@ class McpServers(RoutedTools):
             else:
                 started.append(connection)
         self.connections = started
-        if self.failed and not started:
+        waiting = self.list_sign_in and all(
+            c.needs_sign_in for c in self._configured if c.name in self.failed
+        )
+        if self.failed and not started and not waiting:
             await self.aclose()
             first = next(iter(self.failed.values()))
             if len(self.failed) == 1:
@@ -481,6 +604,13 @@ class McpServers(RoutedTools):
         for name, message in self.failed.items():
             log_event("mcp.server_start_failed", logging.WARNING, server=name, error=message)
 
+    async def set_roots(self, directories: Iterable[str | Path]) -> None:
+        """Offer other directories as roots; servers of the 2025 era are told the list changed (those
+        of 2026-07-28 ask for it with each request that needs it)."""
+        self.requests.roots = tuple(Path(d) for d in directories)
+        for connection in self.connections:
+            await connection.roots_changed()
+
     def server_names(self) -> set[str]:
         return {connection.name for connection in self.connections}
 
@@ -494,7 +624,12 @@ class McpServers(RoutedTools):
 
         async def summary(connection: McpConnection) -> ServerSummary:
             if connection.name in self.failed:
-                return ServerSummary(connection.name, error=self.failed[connection.name], started=False)
+                return ServerSummary(
+                    connection.name,
+                    error=self.failed[connection.name],
+                    started=False,
+                    needs_sign_in=connection.needs_sign_in,
+                )
             resources: int | None = None
             prompts: int | None = None
             errors: list[str] = []

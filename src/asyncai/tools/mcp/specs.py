@@ -37,6 +37,64 @@ class ConfigError(Exception):
     """A server configuration that cannot be used; the message is one line for the user."""
 
 
+_GRANT_TYPES = ("authorization_code", "client_credentials")
+
+
+@dataclass(frozen=True)
+class OAuthSettings:
+    """A server's ``"oauth"`` config entry: a client registered beforehand, or nothing (the server's
+    authorization server then registers one, or reads ``client_metadata_url``)."""
+
+    client_id: str | None = None
+    client_secret: str | None = None
+    client_metadata_url: str | None = None
+    """An HTTPS URL naming this client (a client ID metadata document), used when the server supports it."""
+    callback_port: int | None = None
+    """A fixed loopback port, for a client registered with one redirect URI; else a random one."""
+    scope: str | None = None
+    grant_type: Literal["authorization_code", "client_credentials"] = "authorization_code"
+
+    @classmethod
+    def from_entry(cls, value: Any, where: str) -> OAuthSettings:
+        """Parse ``{"clientId", "clientSecret", "clientMetadataUrl", "callbackPort", "scope",
+        "grantType"}``; ``ValueError`` with a one-line message naming ``where``."""
+        if not isinstance(value, dict):
+            raise ValueError(f'{where}: "oauth" must be an object')
+        known = {"clientId", "clientSecret", "clientMetadataUrl", "callbackPort", "scope", "grantType"}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise ValueError(
+                f'{where}: unknown "oauth" key {unknown[0]!r} (known: {", ".join(sorted(known))})'
+            )
+        strings = {key: value.get(key) for key in known - {"callbackPort"}}
+        for key, text in strings.items():
+            if text is not None and not isinstance(text, str):
+                raise ValueError(f'{where}: "oauth.{key}" must be a string')
+        port = value.get("callbackPort")
+        if port is not None and (not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536):
+            raise ValueError(f'{where}: "oauth.callbackPort" must be a port number')
+        grant = strings["grantType"] or "authorization_code"
+        if grant not in _GRANT_TYPES:
+            raise ValueError(
+                f'{where}: "oauth.grantType" must be "authorization_code" or "client_credentials"'
+            )
+        if grant == "client_credentials" and not (strings["clientId"] and strings["clientSecret"]):
+            raise ValueError(
+                f'{where}: "oauth.grantType": "client_credentials" needs "clientId" and "clientSecret"'
+            )
+        metadata_url = strings["clientMetadataUrl"]
+        if metadata_url is not None and not metadata_url.startswith("https://"):
+            raise ValueError(f'{where}: "oauth.clientMetadataUrl" must be an https:// URL')
+        return cls(
+            client_id=strings["clientId"],
+            client_secret=strings["clientSecret"],
+            client_metadata_url=metadata_url,
+            callback_port=port,
+            scope=strings["scope"],
+            grant_type="client_credentials" if grant == "client_credentials" else "authorization_code",
+        )
+
+
 @dataclass(frozen=True)
 class StdioServerSpec:
     name: str
@@ -56,6 +114,8 @@ class HttpServerSpec:
     headers: dict[str, str] = field(default_factory=dict)
     transport: HttpTransport = "streamable-http"
     """``streamable-http`` (the default) or ``sse``, the legacy HTTP+SSE transport."""
+    oauth: OAuthSettings | None = None
+    """A client registered beforehand (the config's ``"oauth"``); without it, sign-in registers one."""
 
     @property
     def display(self) -> str:
@@ -149,11 +209,23 @@ def _spec_from_entry(name: str, entry: Any, source: Path) -> ServerSpec:
         if not isinstance(url, str):
             raise ConfigError(f'{where} needs a "url" string')
         headers = _string_map(entry.get("headers"), "headers", where)
+        oauth = None
+        if entry.get("oauth") is not None:
+            raw = (
+                {k: expand(v) if isinstance(v, str) else v for k, v in entry["oauth"].items()}
+                if isinstance(entry["oauth"], dict)
+                else entry["oauth"]
+            )
+            try:
+                oauth = OAuthSettings.from_entry(raw, where)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
         spec = HttpServerSpec(
             name=name,
             url=expand(url),
             headers={key: expand(value) for key, value in headers.items()},
             transport=_HTTP_TYPES.get(str(kind), "streamable-http"),
+            oauth=oauth,
         )
     else:
         command = entry.get("command")

@@ -1,0 +1,177 @@
+"""What MCP servers ask of their client, and how asyncai answers: elicitation (a form to fill in,
+or a URL to visit), sampling (a completion from the agent's model) and roots (the directories the
+servers may work in).
+
+The rules are pure and live here; the person who answers (``Person``) and the model that samples
+(``Sampler``) are seams, so the chat answers at the terminal, ``serve-mcp`` hands the question on
+to its own client, and tests answer with plain functions. Where nobody can answer, the default is
+to decline: the tool sees the decline and says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mcp.types as mt
+from mcp.client import ClientRequestContext
+
+from asyncai.log import log_event
+from asyncai.tools.mcp.asking import (
+    ElicitationPolicy,
+    FormAnswer,
+    Person,
+    Sampler,
+    SampleRequest,
+    SamplingBudget,
+    SamplingPolicy,
+    defaults_answer,
+    form_problem,
+)
+from asyncai.wording import setting
+
+
+def roots_from(directories: Sequence[str | Path]) -> list[mt.Root]:
+    """The directories offered as roots (absolute ``file://`` URIs, named by their last part)."""
+    roots = []
+    for directory in directories:
+        path = Path(directory).expanduser().resolve()
+        roots.append(mt.Root(uri=path.as_uri(), name=path.name or str(path)))  # type: ignore[arg-type]
+    return roots
+
+
+def _sample_request(params: mt.CreateMessageRequestParams) -> SampleRequest:
+    messages = []
+    for message in params.messages:
+        blocks = message.content if isinstance(message.content, list) else [message.content]
+        text = "\n".join(block.text for block in blocks if isinstance(block, mt.TextContent))
+        messages.append((message.role, text))
+    return SampleRequest(tuple(messages), params.system_prompt, params.max_tokens, params.temperature)
+
+
+def _no_pause() -> AbstractAsyncContextManager[None]:
+    return contextlib.nullcontext()
+
+
+@dataclass
+class ServerRequests:
+    """How asyncai answers what servers ask; one per run, shared by every server.
+
+    ``elicitation``: ``ask`` the ``person`` (declines when there is none), ``accept-defaults``
+    (a form whose required fields all have defaults, with those defaults; anything else declined),
+    or ``decline``. ``sampling``: ``allow`` the ``sampler`` within ``budget``, ``ask`` the person
+    first, or ``deny``; sampling is offered to servers only when there is a sampler. ``roots``: the
+    directories offered (none: no roots capability).
+    """
+
+    elicitation: ElicitationPolicy = "decline"
+    sampling: SamplingPolicy = "deny"
+    person: Person | None = None
+    sampler: Sampler | None = None
+    roots: tuple[Path, ...] = ()
+    budget: SamplingBudget = field(default_factory=SamplingBudget)
+    waiting: Callable[[], AbstractAsyncContextManager[None]] = _no_pause
+    """Entered while the person answers (code mode pauses its snippets' wall clocks)."""
+
+    def client_callbacks(self, server: str) -> dict[str, Any]:
+        """The SDK ``Client`` keyword arguments that declare and answer these capabilities."""
+
+        async def elicit(context: ClientRequestContext, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+            return await self.elicit(server, params)
+
+        async def sample(
+            context: ClientRequestContext, params: mt.CreateMessageRequestParams
+        ) -> mt.CreateMessageResult | mt.ErrorData:
+            return await self.sample(server, params)
+
+        async def list_roots(context: ClientRequestContext) -> mt.ListRootsResult:
+            return mt.ListRootsResult(roots=roots_from(self.roots))
+
+        callbacks: dict[str, Any] = {"elicitation_callback": elicit}
+        if self.sampler is not None or self.sampling != "deny":
+            callbacks["sampling_callback"] = sample
+        if self.roots:
+            callbacks["list_roots_callback"] = list_roots
+        return callbacks
+
+    async def elicit(self, server: str, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+        try:
+            answer = await self._elicitation_answer(server, params)
+        except Exception as exc:  # a question that cannot be asked is cancelled, not a host failure
+            log_event("mcp.elicitation_failed", logging.WARNING, server=server, error=str(exc))
+            answer = FormAnswer("cancel")
+        log_event(
+            "mcp.elicitation",
+            logging.INFO,
+            server=server,
+            mode="url" if isinstance(params, mt.ElicitRequestURLParams) else "form",
+            policy=self.elicitation,
+            action=answer.action,
+        )
+        return mt.ElicitResult(action=answer.action, content=answer.content)
+
+    async def _elicitation_answer(self, server: str, params: mt.ElicitRequestParams) -> FormAnswer:
+        if self.elicitation == "decline":
+            return FormAnswer("decline")
+        if isinstance(params, mt.ElicitRequestURLParams):
+            if self.elicitation != "ask" or self.person is None:
+                return FormAnswer("decline")
+            async with self.waiting():
+                return await self.person.visit_url(server, params.message, params.url, params.elicitation_id)
+        schema = dict(params.requested_schema)
+        if self.elicitation == "accept-defaults" or self.person is None:
+            content = defaults_answer(schema) if self.elicitation == "accept-defaults" else None
+            return FormAnswer("accept", content) if content is not None else FormAnswer("decline")
+        async with self.waiting():
+            answer = await self.person.fill_form(server, params.message, schema)
+        if answer.action == "accept" and form_problem(schema, answer.content or {}) is not None:
+            return FormAnswer("cancel")  # a person's answer that does not fit the form is not sent
+        return answer
+
+    async def sample(
+        self, server: str, params: mt.CreateMessageRequestParams
+    ) -> mt.CreateMessageResult | mt.ErrorData:
+        refusal = self._sampling_refusal(params)
+        request = _sample_request(params)
+        if refusal is None and self.sampling == "ask":
+            preview = request.messages[-1][1] if request.messages else ""
+            if self.person is None:
+                refusal = "nobody to ask whether the model may answer"
+            else:
+                async with self.waiting():
+                    allowed = await self.person.allow_sampling(server, preview)
+                refusal = None if allowed else "the user declined the sampling request"
+        if refusal is not None or self.sampler is None:
+            reason = refusal or "no model to sample from"
+            log_event("mcp.sampling", logging.INFO, server=server, refused=reason)
+            return mt.ErrorData(code=mt.INVALID_REQUEST, message=f"sampling refused: {reason}")
+        try:
+            result = await self.sampler.sample(request)
+        except Exception as exc:  # the model's failure is the server's error, not the host's
+            log_event("mcp.sampling", logging.WARNING, server=server, error=str(exc))
+            return mt.ErrorData(code=mt.INTERNAL_ERROR, message=f"sampling failed: {exc}")
+        self.budget.spend(result)
+        log_event(
+            "mcp.sampling",
+            logging.INFO,
+            server=server,
+            model=result.model,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+        )
+        return mt.CreateMessageResult(
+            role="assistant",
+            content=mt.TextContent(type="text", text=result.text),
+            model=result.model,
+            stop_reason=result.stop_reason,
+        )
+
+    def _sampling_refusal(self, params: mt.CreateMessageRequestParams) -> str | None:
+        if self.sampling == "deny":
+            return f"sampling is off ({setting('sampling', 'allow')} lets servers use the model)"
+        return self.budget.refusal(params.max_tokens)
