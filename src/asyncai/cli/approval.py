@@ -29,21 +29,33 @@ PROMPT_ARGUMENT_CHARS = 2000
 """An argument longer than this is cut in the question, saying how much is hidden."""
 
 
-async def _read_answer(question: str) -> str:
+async def read_answer(question: str) -> str:
+    """A line typed at the terminal after ``question`` (read off the event loop)."""
     return await read_in_thread(input, question)
 
 
-class TerminalApprover:
-    """Asks on the terminal; remembers the tools allowed for the rest of the session."""
+class TerminalAsker:
+    """Asks the person at the terminal with ``ask``; ``pause`` clears the live display from the
+    screen while a question is on it."""
 
     def __init__(
         self,
-        ask: Callable[[str], Awaitable[str]] = _read_answer,
+        ask: Callable[[str], Awaitable[str]] = read_answer,
         pause: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
     ) -> None:
         self._ask = ask
         self._pause = pause
-        """Clears the live display from the screen while the question is on it."""
+
+
+class TerminalApprover(TerminalAsker):
+    """Asks on the terminal; remembers the tools allowed for the rest of the session."""
+
+    def __init__(
+        self,
+        ask: Callable[[str], Awaitable[str]] = read_answer,
+        pause: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
+    ) -> None:
+        super().__init__(ask, pause)
         self.allowed_tools: set[str] = set()
 
     async def approve(self, request: ApprovalRequest) -> Approval:

@@ -12,21 +12,16 @@ An empty answer takes the field's default; end of input cancels.
 
 from __future__ import annotations
 
-import contextlib
+import math
 import webbrowser
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
+from asyncai.cli.approval import TerminalAsker
 from asyncai.cli.blocking import read_in_thread
 from asyncai.tools.mcp.asking import FormAnswer, field_choices, form_problem
 
 PREVIEW_CHARS = 500
 _KINDS = {"string": "text", "integer": "whole number", "number": "number", "boolean": "yes/no"}
-
-
-async def _read_answer(question: str) -> str:
-    return await read_in_thread(input, question)
 
 
 class _Cancelled(Exception):
@@ -62,14 +57,26 @@ def field_value(spec: dict[str, Any], text: str) -> Any:
             raise ValueError("a whole number, please") from None
     if kind == "number":
         try:
-            return float(text)
+            number = float(text)
         except ValueError:
-            raise ValueError("a number, please") from None
+            number = math.nan
+        if not math.isfinite(number):
+            raise ValueError("a number, please")
+        return number
     return text
 
 
 def _choices(spec: dict[str, Any]) -> list[str]:
     return [str(choice) for choice in field_choices(spec)]
+
+
+def _shown(value: Any) -> str:
+    """A default as the person would type it."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return str(value)
 
 
 def _label(name: str, spec: dict[str, Any], required: bool) -> str:
@@ -80,21 +87,13 @@ def _label(name: str, spec: dict[str, Any], required: bool) -> str:
     if kind == "array":
         described = f"comma-separated, {described}"
     parts = [described] + (["required"] if required else [])
-    default = f" [{spec['default']}]" if "default" in spec else ""
+    default = f" [{_shown(spec['default'])}]" if "default" in spec else ""
     hint = f" - {spec['description']}" if spec.get("description") else ""
     return f"  {title} ({', '.join(parts)}){hint}{default}: "
 
 
-class TerminalPerson:
-    """``server_requests.Person`` at the terminal; the live display is cleared while it asks."""
-
-    def __init__(
-        self,
-        ask: Callable[[str], Awaitable[str]] = _read_answer,
-        pause: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
-    ) -> None:
-        self._ask = ask
-        self._pause = pause
+class TerminalPerson(TerminalAsker):
+    """``asking.Person`` at the terminal; the live display is cleared while it asks."""
 
     async def _line(self, question: str) -> str:
         try:

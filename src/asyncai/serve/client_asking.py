@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import itertools
 import uuid
+import warnings
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any
 
 import mcp.types as mt
 from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from asyncai.humanize import seconds
 from asyncai.tools.mcp.asking import FormAnswer, Sample, SampleRequest
@@ -104,15 +106,16 @@ class ServeClients:
             mt.SamplingMessage(role=role, content=mt.TextContent(type="text", text=text))  # type: ignore[arg-type]
             for role, text in request.messages
         ]
-        result = await self._within(
-            caller.session.create_message(
+        with warnings.catch_warnings():  # sampling is deprecated in 2026-07-28; 2025-era clients use it
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            question = caller.session.create_message(
                 messages,
                 max_tokens=request.max_tokens,
                 system_prompt=request.system,
                 temperature=request.temperature,
                 related_request_id=caller.request_id,
             )
-        )
+        result = await self._within(question)
         blocks = result.content if isinstance(result.content, list) else [result.content]
         text = "\n".join(block.text for block in blocks if isinstance(block, mt.TextContent))
         return Sample(text=text, model=result.model, stop_reason=result.stop_reason or "endTurn")

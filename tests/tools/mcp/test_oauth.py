@@ -317,3 +317,30 @@ async def test_a_token_that_expires_at_once_is_stored_as_expired(tmp_path: Path)
     )
     await storage.set_tokens(OAuthToken(access_token="at", expires_in=0, refresh_token="rt"))
     assert storage.expires_at is not None and storage.expires_at <= time.time()
+
+
+def test_no_token_reaches_the_log_the_transcript_the_audit_or_the_model(
+    fake: OAuthFake, state: Path, tmp_path: Path
+) -> None:
+    from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
+
+    login = run(state, "mcp", "login", NAME, *http(fake), browser=str(BROWSER))
+    assert login.status == 0, login.stderr
+    script = [tool_reply(call("run_code", {"code": WHOAMI})), text_reply("done")]
+    with ScriptedOpenAI(script) as model:
+        agent = run(state, "-v", "--base-url", model.base_url, "--model", "m", "-p", "who?", *http(fake))
+        seen_by_model = json.dumps(model.requests)
+    assert agent.status == 0, agent.stderr
+    assert "client_id" in seen_by_model  # the tool ran, signed in, and its answer reached the model
+    transcripts = [p for p in Path(os.environ["CLAUDE_CONFIG_DIR"]).rglob("*") if p.is_file()]
+    assert any(p.suffix == ".jsonl" for p in transcripts), "the session was recorded"
+    kept = token_file(state, fake.mcp_url)
+    written = "".join(
+        p.read_text(encoding="utf-8", errors="replace")
+        for p in [*transcripts, *state.rglob("*")]
+        if p.is_file() and p != kept
+    )
+    assert_no_secrets(fake, [login, agent])
+    for secret in [*fake.issued_access_tokens, *fake.issued_refresh_tokens]:
+        assert secret not in seen_by_model and secret not in written, f"a token ({secret[:6]}...) leaked"
+    assert "mcp.tool_result" in agent.stderr  # the nested call's audit line was written and scanned

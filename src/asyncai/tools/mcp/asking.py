@@ -83,9 +83,16 @@ class SamplingBudget:
             return f"the sampling budget is spent ({self.tokens} of {self.max_tokens} tokens per run used)"
         return None
 
-    def spend(self, sample: Sample) -> None:
+    def reserve(self, wanted_tokens: int) -> None:
+        """Count a request and the most tokens it may take before it runs, so requests in flight
+        at once cannot overspend together."""
         self.requests += 1
-        self.tokens += sample.input_tokens + sample.output_tokens
+        self.tokens += wanted_tokens
+
+    def settle(self, wanted_tokens: int, sample: Sample | None) -> None:
+        """Replace the reservation by what the request used (nothing if it did not run)."""
+        used = sample.input_tokens + sample.output_tokens if sample is not None else 0
+        self.tokens += used - wanted_tokens
 
 
 def defaults_answer(schema: dict[str, Any]) -> dict[str, Any] | None:

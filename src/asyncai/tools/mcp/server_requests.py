@@ -26,6 +26,7 @@ from asyncai.tools.mcp.asking import (
     ElicitationPolicy,
     FormAnswer,
     Person,
+    Sample,
     Sampler,
     SampleRequest,
     SamplingBudget,
@@ -65,7 +66,7 @@ class ServerRequests:
     ``elicitation``: ``ask`` the ``person`` (declines when there is none), ``accept-defaults``
     (a form whose required fields all have defaults, with those defaults; anything else declined),
     or ``decline``. ``sampling``: ``allow`` the ``sampler`` within ``budget``, ``ask`` the person
-    first, or ``deny``; sampling is offered to servers only when there is a sampler. ``roots``: the
+    first, or ``deny`` (then servers are not offered sampling at all). ``roots``: the
     directories offered (none: no roots capability).
     """
 
@@ -93,7 +94,7 @@ class ServerRequests:
             return mt.ListRootsResult(roots=roots_from(self.roots))
 
         callbacks: dict[str, Any] = {"elicitation_callback": elicit}
-        if self.sampler is not None or self.sampling != "deny":
+        if self.sampling != "deny":  # offered only when it may be answered
             callbacks["sampling_callback"] = sample
         if self.roots:
             callbacks["list_roots_callback"] = list_roots
@@ -137,25 +138,27 @@ class ServerRequests:
         self, server: str, params: mt.CreateMessageRequestParams
     ) -> mt.CreateMessageResult | mt.ErrorData:
         refusal = self._sampling_refusal(params)
-        request = _sample_request(params)
-        if refusal is None and self.sampling == "ask":
-            preview = request.messages[-1][1] if request.messages else ""
-            if self.person is None:
-                refusal = "nobody to ask whether the model may answer"
-            else:
-                async with self.waiting():
-                    allowed = await self.person.allow_sampling(server, preview)
-                refusal = None if allowed else "the user declined the sampling request"
-        if refusal is not None or self.sampler is None:
-            reason = refusal or "no model to sample from"
-            log_event("mcp.sampling", logging.INFO, server=server, refused=reason)
-            return mt.ErrorData(code=mt.INVALID_REQUEST, message=f"sampling refused: {reason}")
+        if refusal is not None:
+            return self._refused(server, refusal)
+        wanted = params.max_tokens
+        self.budget.reserve(wanted)  # before any await: requests at once share the cap
+        result: Sample | None = None
         try:
-            result = await self.sampler.sample(request)
-        except Exception as exc:  # the model's failure is the server's error, not the host's
-            log_event("mcp.sampling", logging.WARNING, server=server, error=str(exc))
-            return mt.ErrorData(code=mt.INTERNAL_ERROR, message=f"sampling failed: {exc}")
-        self.budget.spend(result)
+            request = _sample_request(params)
+            if self.sampling == "ask":
+                refusal = await self._asked(server, request)
+            if refusal is None and self.sampler is None:
+                refusal = "no model to sample from"
+            if refusal is not None:
+                return self._refused(server, refusal)
+            assert self.sampler is not None
+            try:
+                result = await self.sampler.sample(request)
+            except Exception as exc:  # the model's failure is the server's error, not the host's
+                log_event("mcp.sampling", logging.WARNING, server=server, error=str(exc))
+                return mt.ErrorData(code=mt.INTERNAL_ERROR, message=f"sampling failed: {exc}")
+        finally:
+            self.budget.settle(wanted, result)
         log_event(
             "mcp.sampling",
             logging.INFO,
@@ -170,6 +173,20 @@ class ServerRequests:
             model=result.model,
             stop_reason=result.stop_reason,
         )
+
+    async def _asked(self, server: str, request: SampleRequest) -> str | None:
+        """``--sampling ask``: why the person did not allow it, or ``None``."""
+        if self.person is None:
+            return "nobody to ask whether the model may answer"
+        preview = request.messages[-1][1] if request.messages else ""
+        async with self.waiting():
+            allowed = await self.person.allow_sampling(server, preview)
+        return None if allowed else "the user declined the sampling request"
+
+    @staticmethod
+    def _refused(server: str, reason: str) -> mt.ErrorData:
+        log_event("mcp.sampling", logging.INFO, server=server, refused=reason)
+        return mt.ErrorData(code=mt.INVALID_REQUEST, message=f"sampling refused: {reason}")
 
     def _sampling_refusal(self, params: mt.CreateMessageRequestParams) -> str | None:
         if self.sampling == "deny":
