@@ -59,6 +59,8 @@ DEFAULT_CONNECT_TIMEOUT = 60.0
 _SSE_READ_TIMEOUT = 24 * 3600.0  # an idle legacy SSE stream is normal; only the server ends it
 _RESOURCE_PROBE_TIMEOUT = 10.0
 _LISTEN_ATTEMPTS = 5
+_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+"""In a notice's ``_meta``: it came on a ``subscriptions/listen`` stream."""
 CLIENT_INFO = mt.Implementation(name="asyncai", version=__version__)
 
 stdio_patch.apply()
@@ -123,6 +125,7 @@ class McpConnection(ToolSource):
         self._stderr: StderrPump | None = None
         self._listeners: list[ToolsChangedListener] = []
         self._refreshes: set[asyncio.Task[None]] = set()
+        self._refreshing = asyncio.Lock()
 
     @property
     def name(self) -> str:
@@ -287,8 +290,13 @@ class McpConnection(ToolSource):
                 await self._sign_in.aclose()
 
     async def _on_message(self, message: IncomingMessage) -> None:
-        """``tools/list_changed`` (2025 era): list the tools again, off the session's receive loop."""
-        if isinstance(message, mt.ToolListChangedNotification) and self._client is not None:
+        """``tools/list_changed`` sent on its own (the 2025 era, or stdio): list the tools again, off
+        the session's receive loop. One that came on a listen stream is ``_listen``'s."""
+        if (
+            isinstance(message, mt.ToolListChangedNotification)
+            and self._client is not None
+            and _SUBSCRIPTION_ID not in ((message.params.meta if message.params else None) or {})
+        ):
             task = asyncio.get_running_loop().create_task(self._refresh_tools(self._client))
             self._refreshes.add(task)
             task.add_done_callback(self._refreshes.discard)
@@ -306,6 +314,8 @@ class McpConnection(ToolSource):
         while lost < _LISTEN_ATTEMPTS:
             try:
                 async with client.listen(tools_list_changed=True) as subscription:
+                    # A change between the first listing and the acknowledgement has no event.
+                    await self._refresh_tools(client)
                     async for _ in subscription:
                         lost = 0
                         await self._refresh_tools(client)
@@ -313,16 +323,24 @@ class McpConnection(ToolSource):
             except SubscriptionLost:
                 if self._closing.is_set():
                     return
-                lost += 1  # no replay: listen again and refetch what may have changed meanwhile
-                await self._refresh_tools(client)
+                lost += 1  # no replay: listen again (which lists again what changed meanwhile)
             except (ListenNotSupportedError, MCPError, TimeoutError) as exc:
                 log_event("mcp.listen_failed", logging.WARNING, server=self.name, error=_describe(exc))
                 return
         log_event("mcp.listen_failed", logging.WARNING, server=self.name, error="the stream kept dropping")
 
     async def _refresh_tools(self, client: Client) -> None:
+        """List the tools again; listeners hear of it when the list changed. One at a time, so a
+        notice and the listen stream's first listing never announce one change twice."""
+        async with self._refreshing:
+            await self._list_again(client)
+
+    async def _list_again(self, client: Client) -> None:
         try:
-            self._tools = await self._list_tools(client, self.name)
+            listed = await self._list_tools(client, self.name)
+            if listed == self._tools:
+                return
+            self._tools = listed
         except Exception as exc:
             if not self._closing.is_set():  # a refresh cut short by closing is no news
                 log_event("mcp.tools_refresh_failed", logging.WARNING, server=self.name, error=_describe(exc))
