@@ -344,3 +344,29 @@ def test_no_token_reaches_the_log_the_transcript_the_audit_or_the_model(
     for secret in [*fake.issued_access_tokens, *fake.issued_refresh_tokens]:
         assert secret not in seen_by_model and secret not in written, f"a token ({secret[:6]}...) leaked"
     assert "mcp.tool_result" in agent.stderr  # the nested call's audit line was written and scanned
+
+
+def test_a_server_refusing_the_configured_header_says_so_in_one_line(fake: OAuthFake, state: Path) -> None:
+    config = state.parent / "mcp.json"
+    entry = {"type": "http", "url": fake.mcp_url, "headers": {"Authorization": "Bearer not-a-token"}}
+    config.write_text(json.dumps({"mcpServers": {NAME: entry}}))
+    result = run(state, "run-code", "-c", WHOAMI, "--mcp-config", str(config), browser=str(BROWSER))
+    assert_one_line_usage_error(
+        result, f"cannot start MCP server '{NAME}'", "refused the credentials in its config (HTTP 401)"
+    )
+    assert fake.registrations == [] and not token_file(state, fake.mcp_url).exists()  # no sign-in tried
+
+
+def test_sign_in_and_protocol_failures_are_one_line_reasons() -> None:
+    import mcp.types as mt
+    from mcp import MCPError
+    from mcp.client.auth import OAuthFlowError
+
+    from asyncai.tools.mcp.client import _describe
+
+    discovery = OAuthFlowError("Protected resource metadata request failed: HTTP 500\nmore")
+    assert _describe(discovery) == "sign-in failed: Protected resource metadata request failed: HTTP 500"
+    versions = MCPError(mt.UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version: 2031-01-01")
+    assert _describe(ExceptionGroup("g", [versions])) == (
+        "no protocol version in common: Unsupported protocol version: 2031-01-01"
+    )

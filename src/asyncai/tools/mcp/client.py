@@ -107,6 +107,7 @@ class McpConnection(ToolSource):
         self.sign_in_mode = sign_in_mode
         self.state_home = state_home
         self._sign_in: SignIn | None = None
+        self._refused_status: int | None = None
         self._early = early
         self.tool_timeout = tool_timeout
         self.secrets = secrets
@@ -213,7 +214,7 @@ class McpConnection(ToolSource):
             timeout = httpx2.Timeout(30.0, read=max(self.tool_timeout + 30.0, 300.0))
             sign_in = self._sign_in_for(spec)
             auth = sign_in.auth() if sign_in is not None else None
-            hooks = {"response": [sign_in.note_response]} if sign_in is not None else {}
+            hooks = {"response": [self._note_response, *([sign_in.note_response] if sign_in else [])]}
             async with httpx2.AsyncClient(
                 headers=spec.headers, timeout=timeout, auth=auth, event_hooks=hooks
             ) as http:
@@ -221,6 +222,21 @@ class McpConnection(ToolSource):
                 transport = streamable_http_client(spec.url, http_client=http, max_sse_event_size=None)
                 async with self._client_over(transport) as client:
                     yield client
+
+    async def _note_response(self, response: httpx2.Response) -> None:
+        if response.status_code in (401, 403):
+            self._refused_status = response.status_code
+
+    def _refusal(self) -> str | None:
+        """Why an HTTP server turned the connection away, when it did (401/403 without sign-in)."""
+        if self.needs_sign_in and self._sign_in is not None:
+            return self._sign_in.problem()
+        if self._refused_status is None:
+            return None
+        if self._sign_in is None:  # the config sends its own Authorization header
+            status = self._refused_status
+            return f"the server refused the credentials in its config (HTTP {status}): check its headers"
+        return f"the server refused access (HTTP {self._refused_status})"
 
     def _sign_in_for(self, spec: HttpServerSpec) -> SignIn | None:
         """OAuth for this server, unless its config already sends credentials of its own."""
@@ -276,7 +292,9 @@ class McpConnection(ToolSource):
             if not self._ready.done() and self._closing.is_set():
                 self._ready.cancel()  # start() gave up waiting and reports the failure itself
             elif not self._ready.done():
-                reason = self._sign_in.problem() if self.needs_sign_in and self._sign_in else _describe(exc)
+                reason = _describe(exc)
+                if not reason.startswith("sign-in failed"):
+                    reason = self._refusal() or reason
                 self._ready.set_exception(ServerStartError(await self._start_error(reason)))
             elif not self._closing.is_set():
                 self._mark_dead(_describe(exc))
