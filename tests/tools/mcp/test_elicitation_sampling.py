@@ -445,3 +445,40 @@ def test_serve_mcp_hands_the_questions_to_its_client(runs: dict[str, Future[Any]
     assert got["content"]["text"] == "the client's model says 42" and got["model"] == "client-model"
 
     assert f"URI: {(served.home / 'project').as_uri()}" in text_of(served.results["roots"])
+
+
+@pytest.mark.anyio
+async def test_new_roots_reach_a_2025_server_through_the_change_notice(tmp_path: Path) -> None:
+    """``McpServers.set_roots``: a 2025-era server is told the list changed, asks for it again, and
+    its ``get-roots-list`` then shows the new directory."""
+    from asyncai import McpServers, ServerRequests, stdio_spec
+
+    asked = anyio.Event()
+
+    class Recording(ServerRequests):
+        def client_callbacks(self, server: str) -> dict[str, Any]:
+            callbacks = super().client_callbacks(server)
+            answer = callbacks["list_roots_callback"]
+
+            async def list_roots(context: Any) -> mt.ListRootsResult:
+                result: mt.ListRootsResult = await answer(context)
+                if any(root.name == "later" for root in result.roots):
+                    asked.set()
+                return result
+
+            return {**callbacks, "list_roots_callback": list_roots}
+
+    first, later = tmp_path / "first", tmp_path / "later"
+    first.mkdir()
+    later.mkdir()
+    requests = Recording(roots=(first,))
+    async with McpServers(
+        [stdio_spec(npm_server("everything", "stdio"), name="everything")], requests=requests
+    ) as servers:
+        before = await servers.call_tool("get-roots-list", {})
+        await servers.set_roots([later])
+        with anyio.fail_after(30):
+            await asked.wait()
+        after = await servers.call_tool("get-roots-list", {})
+    assert first.as_uri() in before.content and later.as_uri() not in before.content
+    assert later.as_uri() in after.content and first.as_uri() not in after.content

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from asyncai.humanize import count, seconds
@@ -414,7 +416,10 @@ class McpConnection(ToolSource):
         if client is None or self.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return
         try:
-            await client.session.send_roots_list_changed()
+            with warnings.catch_warnings():  # deprecated in 2026-07-28, which this era predates
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                notice = client.session.send_roots_list_changed()
+            await notice
         except Exception as exc:  # a notice that cannot be sent changes nothing else
             log_event("mcp.roots_notice_failed", logging.INFO, server=self.name, error=_describe(exc))
 
