@@ -28,7 +28,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 test: lint $(NPM_SERVERS)
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n 2
 
 BENCH_STAMP := $(VENV)/.bench-installed
 
