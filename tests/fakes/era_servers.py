@@ -21,15 +21,12 @@ just before the first listen stream subscribes.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import socket
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import uvicorn
 from mcp import MCPError
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
@@ -37,6 +34,8 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ServerEvent, Tools
 from mcp.types import ToolAnnotations, ToolListChangedNotification
 from mcp_types import INVALID_REQUEST, METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from tests.fakes.loopback import listening_socket, serving, url_of
 
 Era = Literal["2026-07-28", "2025-11-25"]
 MODERN: Era = "2026-07-28"
@@ -200,18 +199,9 @@ def _build(server_name: str, record: EraServer) -> MCPServer:
 @contextlib.contextmanager
 def era_server(era: Era, name: str | None = None) -> Iterator[EraServer]:
     """Serve until the block ends; the socket is bound and listening before it starts."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    record = EraServer(era, f"http://127.0.0.1:{sock.getsockname()[1]}")
+    sock = listening_socket()
+    record = EraServer(era, url_of(sock))
     server = _build(name or f"era-{era}", record)
     app = server.streamable_http_app(stateless_http=era == MODERN)
-    runner = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="on"))
-    thread = threading.Thread(target=lambda: asyncio.run(runner.serve([sock])), daemon=True)
-    thread.start()
-    try:
+    with serving(app, sock):
         yield record
-    finally:
-        runner.should_exit = True
-        thread.join(10)
-        sock.close()

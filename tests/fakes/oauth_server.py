@@ -16,11 +16,9 @@ served by uvicorn in a thread), or ``python -m tests.fakes.oauth_server --port 0
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import secrets
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -42,6 +40,8 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from mcp.types import ToolAnnotations
 from pydantic import AnyHttpUrl, AnyUrl
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from tests.fakes.loopback import listening_socket, serving, url_of
 
 SERVER_NAME = "oauth-fake"
 
@@ -272,36 +272,21 @@ def _recording(app: ASGIApp, fake: OAuthFake) -> ASGIApp:
     return record
 
 
-def _listening_socket(port: int = 0) -> socket.socket:
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(64)
-    return sock
-
-
-def _serve(sock: socket.socket, access_lifetime: int) -> tuple[OAuthFake, uvicorn.Server]:
-    base_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+def _serve(sock: socket.socket, access_lifetime: int) -> tuple[OAuthFake, ASGIApp]:
+    base_url = url_of(sock)
     provider = ApprovingProvider(access_lifetime)
     fake = OAuthFake(base_url, provider)
-    app = _recording(_build(base_url, provider).streamable_http_app(), fake)
-    return fake, uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="on"))
+    return fake, _recording(_build(base_url, provider).streamable_http_app(), fake)
 
 
 @contextlib.contextmanager
 def oauth_server(access_lifetime: int = 3600) -> Iterator[OAuthFake]:
     """Serve in a thread until the block ends; the socket listens before the block starts, so a
     client may connect at once (uvicorn accepts once it is up)."""
-    sock = _listening_socket()
-    fake, server = _serve(sock, access_lifetime)
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve([sock])), daemon=True)
-    thread.start()
-    try:
+    sock = listening_socket()
+    fake, app = _serve(sock, access_lifetime)
+    with serving(app, sock):
         yield fake
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
 
 
 def main() -> None:
@@ -309,10 +294,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--access-lifetime", type=int, default=3600, metavar="SECONDS")
     args = parser.parse_args()
-    sock = _listening_socket(args.port)
-    fake, server = _serve(sock, args.access_lifetime)
+    sock = listening_socket(args.port)
+    fake, app = _serve(sock, args.access_lifetime)
     print(fake.mcp_url, flush=True)
-    asyncio.run(server.serve([sock]))
+    uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="on")).run([sock])
 
 
 if __name__ == "__main__":

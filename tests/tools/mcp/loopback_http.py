@@ -3,18 +3,16 @@ HTTP+SSE transport (``/sse``) and records the headers of every request it gets."
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import socket
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 from starlette.types import Receive, Scope, Send
+
+from tests.fakes.loopback import listening_socket, serving, url_of
 
 
 @dataclass
@@ -56,11 +54,8 @@ def loopback_server(name: str = "loopback") -> Iterator[LoopbackServer]:
     mcp = _build(name)
     streamable = mcp.streamable_http_app()
     sse = mcp.sse_app()
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    port = sock.getsockname()[1]
-    record = LoopbackServer(f"http://127.0.0.1:{port}")
+    sock = listening_socket()
+    record = LoopbackServer(url_of(sock))
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -72,12 +67,5 @@ def loopback_server(name: str = "loopback") -> Iterator[LoopbackServer]:
         target = streamable if scope["path"].startswith("/mcp") else sse
         await target(scope, receive, send)
 
-    server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="on"))
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve([sock])), daemon=True)
-    thread.start()
-    try:
+    with serving(app, sock):
         yield record
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
