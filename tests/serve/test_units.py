@@ -17,15 +17,15 @@ pytestmark = pytest.mark.anyio
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"])
 def test_loopback_addresses(host: str) -> None:
     assert is_loopback(host)
-    assert check_bind(HttpOptions(host, 0, token=None)) == []
+    assert check_bind(HttpOptions(host, 0, tokens=())) == []
 
 
 def test_beyond_loopback_needs_allow_remote_and_a_token() -> None:
     with pytest.raises(BindError, match="--allow-remote"):
-        check_bind(HttpOptions("0.0.0.0", 8765, token="t"))
+        check_bind(HttpOptions("0.0.0.0", 8765, tokens=("t",)))
     with pytest.raises(BindError, match="--no-auth is only allowed on a loopback address"):
-        check_bind(HttpOptions("0.0.0.0", 8765, token=None, allow_remote=True))
-    [warning] = check_bind(HttpOptions("10.0.0.5", 8765, token="t", allow_remote=True))
+        check_bind(HttpOptions("0.0.0.0", 8765, tokens=(), allow_remote=True))
+    [warning] = check_bind(HttpOptions("10.0.0.5", 8765, tokens=("t",), allow_remote=True))
     assert "10.0.0.5:8765" in warning and "every wrapped tool" in warning
 
 

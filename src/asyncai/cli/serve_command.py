@@ -38,7 +38,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     group = parser.add_argument_group("serving")
     group.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP at http://HOST:PORT/mcp")
     group.add_argument(
-        "--token-file", metavar="PATH", help=f"the bearer token HTTP clients must send (or env {TOKEN_ENV})"
+        "--token-file",
+        metavar="PATH",
+        help=f"bearer tokens HTTP clients may send, one per line: a caller each (or env {TOKEN_ENV})",
     )
     group.add_argument(
         "--no-auth", action="store_true", default=None, help="no token (only on a loopback address)"
@@ -62,7 +64,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--state-ttl",
         type=float,
         metavar="SECONDS",
-        help="a shared session expires this long after its last run (86400)",
+        help="a shared session, and a REPL handle, expires this long after its last run (86400)",
     )
     shared.add_argument(
         "--lease-wait",
@@ -81,27 +83,30 @@ def http_options(settings: Settings) -> HttpOptions | None:
     host, colon, port_text = address.rpartition(":")
     if not colon or not host or not port_text.isdigit() or int(port_text) > 65535:
         raise UsageError(f"--http takes HOST:PORT (e.g. 127.0.0.1:8765), not {address!r}")
-    token = _token(settings)
-    if token is None and not settings.switch("no_auth"):
+    tokens = _tokens(settings)
+    if not tokens and not settings.switch("no_auth"):
         raise UsageError(
             f"serve-mcp --http needs a bearer token: --token-file PATH or {TOKEN_ENV} "
             "(or --no-auth on a loopback address)"
         )
     return HttpOptions(
-        host=host, port=int(port_text), token=token, allow_remote=settings.switch("allow_remote")
+        host=host, port=int(port_text), tokens=tokens, allow_remote=settings.switch("allow_remote")
     )
 
 
-def _token(settings: Settings) -> str | None:
+def _tokens(settings: Settings) -> tuple[str, ...]:
+    """The bearer tokens: one per line of ``--token-file`` (a caller each), or ``ASYNCAI_MCP_TOKEN``."""
     path = settings.text("token_file")
     text = read_text_file(path, "--token-file") if path is not None else os.environ.get(TOKEN_ENV)
     if text is None:
-        return None
-    token = text.strip()
-    if not token or any(char.isspace() for char in token):
-        where = f"--token-file {path}" if path is not None else TOKEN_ENV
-        raise UsageError(f"{where} must hold one token: no spaces or line breaks inside it")
-    return token
+        return ()
+    where = f"--token-file {path}" if path is not None else TOKEN_ENV
+    tokens = tuple(line.strip() for line in text.splitlines() if line.strip())
+    if not tokens:
+        raise UsageError(f"{where} holds no token")
+    if any(char.isspace() for token in tokens for char in token):
+        raise UsageError(f"{where} must hold one token per line: no spaces inside a token")
+    return tokens
 
 
 def shared_store_url(settings: Settings, http: bool) -> str | None:
@@ -111,9 +116,8 @@ def shared_store_url(settings: Settings, http: bool) -> str | None:
 
     location = settings.text("state_store") if "state_store" in settings.flags else None
     if location is None:
-        for key in ("lease_wait", "state_ttl"):
-            if key in settings.flags:
-                raise UsageError(f"--{key.replace('_', '-')} is for sessions shared with --state-store")
+        if "lease_wait" in settings.flags:  # --state-ttl also sets when REPL handles expire
+            raise UsageError("--lease-wait is for sessions shared with --state-store")
         return None
     if not location.startswith(REDIS_SCHEMES):
         raise UsageError(
@@ -155,6 +159,7 @@ async def run(settings: Settings) -> int:
             server = CodeModeServer(
                 executor,
                 clients=clients,
+                handle_ttl=settings.number("state_ttl", DEFAULT_STATE_TTL),
                 expose_direct=settings.switch("expose_direct"),
                 idle_timeout=settings.number("session_idle", 1800.0),
                 version=asyncai_version(),

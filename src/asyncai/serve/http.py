@@ -50,7 +50,8 @@ class BindError(Exception):
 class HttpOptions:
     host: str
     port: int
-    token: str | None
+    tokens: tuple[str, ...]
+    """Bearer tokens any of which lets a client in (one per caller); none: ``--no-auth``."""
     allow_remote: bool = False
 
 
@@ -70,7 +71,7 @@ def check_bind(options: HttpOptions) -> list[str]:
             f"serve-mcp --http {options.host}:{options.port} listens beyond this machine, and run_code "
             "reaches every wrapped tool: pass --allow-remote to mean it"
         )
-    if options.token is None and not is_loopback(options.host):
+    if not options.tokens and not is_loopback(options.host):
         raise BindError("--no-auth is only allowed on a loopback address; give a token with --token-file")
     warnings = []
     if not is_loopback(options.host):
@@ -94,16 +95,18 @@ def security_settings(options: HttpOptions) -> TransportSecuritySettings:
 
 
 class BearerToken:
-    """ASGI middleware: every request carries ``Authorization: Bearer <token>`` or gets a 401."""
+    """ASGI middleware: every request carries ``Authorization: Bearer <token>`` with one of the
+    tokens, or gets a 401."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, tokens: tuple[str, ...]) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.expected = [f"Bearer {token}".encode() for token in tokens]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             given = dict(scope["headers"]).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
+            # Every token is compared, so the time taken says nothing of which one nearly matched.
+            if not sum(hmac.compare_digest(given, expected) for expected in self.expected):
                 log_event(
                     "serve.unauthorized",
                     logging.WARNING,
@@ -264,8 +267,8 @@ def http_app(server: CodeModeServer, options: HttpOptions) -> Starlette:
         session_idle_timeout=server.scopes.idle_timeout,
     )
     endpoint: ASGIApp = StreamableHTTPASGIApp(manager)
-    if options.token is not None:
-        endpoint = BearerToken(endpoint, options.token)
+    if options.tokens:
+        endpoint = BearerToken(endpoint, options.tokens)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -3,7 +3,8 @@
 The client sees ``run_code`` with the description and catalog the agent's model sees (the same
 ``CodeMode``, not a copy); ``--expose-direct`` adds the wrapped tools unchanged. Each
 client session has its own REPL (stdio: the connection; HTTP: the ``Mcp-Session-Id``); a
-stateless request (the 2026-07-28 protocol over HTTP has no session) gets a fresh one. The
+stateless caller (the 2026-07-28 protocol over HTTP has no session) names its REPL by a handle
+(``serve.handles``) passed as ``run_code``'s ``repl``. The
 result's first content block is the snippet's value alone; the variables note (which in the agent
 rides on the next user message) follows as a second block when it changed. The structured content
 carries both and a bounded audit of the nested calls.
@@ -29,6 +30,7 @@ from asyncai.code_mode.scopes import ReplScopes
 from asyncai.log import log_event
 from asyncai.serve.approval import ElicitationApprover
 from asyncai.serve.client_asking import ServeClients
+from asyncai.serve.handles import SCOPE_PREFIX, HandleCheck, ReplHandles, caller_identity
 from asyncai.serve.shared import SessionBusy, SharedSessions, state_key
 from asyncai.tools.mcp.results import mcp_result, mcp_tool
 from asyncai.tools.types import ToolCallOutput
@@ -76,6 +78,17 @@ def audit_content(calls: list[dict[str, Any]], shown: int = AUDIT_CALLS_SHOWN) -
     return content
 
 
+REPL_ARGUMENT = "repl"
+REPL_PROPERTY: dict[str, Any] = {
+    "type": "string",
+    "description": "the REPL handle an earlier run_code result gave; without it, a new REPL",
+}
+REPL_NOTE = (
+    "Each result names its REPL (`repl` in the structured content). Pass it back as `repl` to keep "
+    "the variables of earlier snippets; without it a new, empty REPL starts."
+)
+DEFAULT_HANDLE_TTL = 24 * 3600.0
+"""A REPL handle expires this long after its last use (``--state-ttl``)."""
 DEFAULT_IDLE_TIMEOUT = 30 * 60.0
 """A session's REPL is closed after this long without a call (the SDK's HTTP session default)."""
 INSTRUCTIONS = (
@@ -106,8 +119,11 @@ class CodeModeServer:
         version: str = "",
         shared: SharedSessions | None = None,
         clients: ServeClients | None = None,
+        handle_ttl: float = DEFAULT_HANDLE_TTL,
     ) -> None:
         self.executor = executor
+        self.handles = ReplHandles(handle_ttl, shared)
+        """The REPL handles minted for stateless (2026-07-28) callers."""
         self.clients = clients or ServeClients()
         """Where a wrapped server's questions go: the client whose snippet asked."""
         self.shared = shared
@@ -132,10 +148,16 @@ class CodeModeServer:
     def initialization_options(self) -> Any:
         return self.server.create_initialization_options(NotificationOptions(tools_changed=True))
 
-    def tools(self) -> list[mt.Tool]:
+    def tools(self, handles: bool = False) -> list[mt.Tool]:
+        """The tools a client lists; with ``handles`` (a stateless caller) ``run_code`` takes ``repl``."""
         [run_code] = self.executor.tools()
         tool = mcp_tool(run_code)
-        tools = [tool.model_copy(update={"output_schema": RUN_CODE_OUTPUT_SCHEMA})]
+        update: dict[str, Any] = {"output_schema": RUN_CODE_OUTPUT_SCHEMA}
+        if handles:
+            schema = dict(tool.input_schema)
+            schema["properties"] = {**schema.get("properties", {}), REPL_ARGUMENT: REPL_PROPERTY}
+            update.update(input_schema=schema, description=f"{tool.description}\n\n{REPL_NOTE}")
+        tools = [tool.model_copy(update=update)]
         if self.expose_direct:
             tools += [mcp_tool(definition) for definition in self.executor.inner.tools()]
         return tools
@@ -143,8 +165,8 @@ class CodeModeServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListToolsResult:
-        self._remember(ctx)
-        return mt.ListToolsResult(tools=self.tools())
+        key = self._remember(ctx)
+        return mt.ListToolsResult(tools=self.tools(handles=key is None))
 
     def _remember(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
         key = session_key(ctx)
@@ -189,12 +211,24 @@ class CodeModeServer:
     ) -> mt.CallToolResult:
         approver = ElicitationApprover(ctx.session, ctx.request_id)
         key = self._remember(ctx)
-        if self.shared is not None and key is not None and key.startswith(HTTP_PREFIX):
+        given = arguments.pop(REPL_ARGUMENT, None)
+        handle: str | None = None
+        handle_note: str | None = None
+        if key is None:  # no session (2026-07-28 over HTTP): the REPL is the handle's
+            owner = caller_identity(_authorization(ctx))
+            handle, handle_note, refusal = await self._handle_for(given, owner)
+            if refusal is not None:
+                return mt.CallToolResult(content=[mt.TextContent(type="text", text=refusal)], is_error=True)
+            assert handle is not None
+            key = SCOPE_PREFIX + handle
+        if self.shared is not None and key.startswith((HTTP_PREFIX, SCOPE_PREFIX)):
             output, note = await self._run_shared(key, arguments, approver)
         else:
             async with self.scopes.use(key) as use:
                 output = await use.scope.call_tool(RUN_CODE, arguments, approver=approver)
-            note = self.scopes.note_if_changed(key, use.scope.context_note()) if key is not None else None
+            note = self.scopes.note_if_changed(key, use.scope.context_note())
+        if handle is not None:
+            await self.handles.touch(handle, caller_identity(_authorization(ctx)))
         audit = (output.audit or {}).get("nested_calls", [])
         log_event("serve.run_code", session=key, is_error=output.is_error, nested_calls=len(audit))
         # The value on its own first, so a program can parse it; the note, when it changed, after.
@@ -203,35 +237,72 @@ class CodeModeServer:
         if note:
             blocks.append(mt.TextContent(type="text", text=note))
             structured["variables"] = note
+        if handle is not None:
+            told = f"REPL {handle}: pass repl={handle!r} to run_code to keep these variables"
+            blocks.append(mt.TextContent(type="text", text=f"{handle_note} {told}" if handle_note else told))
+            structured["repl"] = handle
         return mt.CallToolResult(
             content=list(blocks),
             structured_content={**structured, **audit_content(audit)},
             is_error=output.is_error,
         )
 
+    async def _handle_for(self, given: Any, owner: str) -> tuple[str | None, str | None, str | None]:
+        """``(handle, note, refusal)``: the caller's handle, or a new one (with a note saying why
+        when one was given); a refusal for someone else's handle or a ``repl`` that is no string."""
+        if given is not None and not isinstance(given, str):
+            return (
+                None,
+                None,
+                f"error: repl must be a string (a handle run_code gave), not {type(given).__name__}",
+            )
+        if given:
+            check = await self.handles.check(given, owner)
+            if check is HandleCheck.MINE:
+                return given, None, None
+            if check is HandleCheck.FOREIGN:
+                log_event("serve.handle_refused", logging.WARNING, handle=given)
+                return (
+                    None,
+                    None,
+                    (
+                        f"error: the REPL {given} belongs to another caller; pass a handle run_code gave "
+                        "you, or none for a new REPL"
+                    ),
+                )
+            note = f"The REPL {given} is unknown or expired: this run used a new, empty one."
+            return await self.handles.mint(owner), note, None
+        return await self.handles.mint(owner), None, None
+
     async def _run_shared(
         self, key: str, arguments: dict[str, Any], approver: ElicitationApprover
     ) -> tuple[ToolCallOutput, str | None]:
-        """A run of a session shared through Redis (``serve.shared``): runs of the session on this
-        instance queue here; then, under the session's lease, take up the REPL another instance
-        saved since, run, and save it for the next instance."""
+        """A run of a REPL shared through Redis (``serve.shared``), a session's or a handle's: runs
+        of it on this instance queue here; then, under its lease, take up the REPL another
+        instance saved since, run, and save it for the next instance."""
         assert self.shared is not None
-        session_id = key.removeprefix(HTTP_PREFIX)
-        queue = self._session_runs.get(session_id)
+        shared_id = key.removeprefix(HTTP_PREFIX)
+        queue = self._session_runs.get(shared_id)
         if queue is None:
-            queue = self._session_runs[session_id] = asyncio.Lock()
+            queue = self._session_runs[shared_id] = asyncio.Lock()
         async with queue:
             try:
-                async with self.shared.lease(session_id) as lease:
-                    saved_as = state_key(session_id) if lease.held else None
+                async with self.shared.lease(shared_id) as lease:
+                    saved_as = state_key(shared_id) if lease.held else None
                     usable = lambda: not lease.lost  # noqa: E731 (read when the run ends)
                     async with self.scopes.use(key, saved_as=saved_as, shared=True, may_save=usable) as use:
                         output = await use.scope.call_tool(RUN_CODE, arguments, approver=approver)
-                    if saved_as is not None and not lease.lost:
-                        await self.shared.touch(session_id)
+                    if saved_as is not None and not lease.lost and key.startswith(HTTP_PREFIX):
+                        await self.shared.touch(shared_id)
             except SessionBusy as exc:
                 return ToolCallOutput.error(f"error: {exc}"), None
         return output, self.scopes.note_if_changed(key, use.scope.context_note())
+
+
+def _authorization(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    headers = getattr(ctx.request, "headers", None)
+    value = headers.get("authorization") if headers is not None else None
+    return value if isinstance(value, str) else None
 
 
 async def serve_stdio(server: CodeModeServer) -> None:

@@ -95,7 +95,7 @@ class SharedSessions:
     def _session(session_id: str) -> str:
         return f"asyncai:session:{session_id}"
 
-    async def _call(
+    async def call(
         self, event: str, session_id: str, call: Callable[[], Awaitable[T]], timeout: float = CALL_TIMEOUT
     ) -> tuple[bool, T | None]:
         """``(True, value)``, or ``(False, None)`` with the warning ``event`` when Redis failed."""
@@ -109,7 +109,7 @@ class SharedSessions:
     async def register(self, session_id: str, record: SessionRecord) -> bool:
         """Whether the session is now known to every instance (else only to this one)."""
         key = self._session(session_id)
-        ok, _ = await self._call(
+        ok, _ = await self.call(
             "serve.session_not_shared",
             session_id,
             lambda: self.client.set(key, record.to_json(), ex=self.store.ttl),
@@ -119,14 +119,14 @@ class SharedSessions:
     async def lookup(self, session_id: str) -> SessionRecord | None:
         """The record of a session another instance opened; ``None`` when unknown or unreachable."""
         key = self._session(session_id)
-        _, text = await self._call("serve.session_lookup_failed", session_id, lambda: self.client.get(key))
+        _, text = await self.call("serve.session_lookup_failed", session_id, lambda: self.client.get(key))
         return SessionRecord.from_json(text) if text is not None else None
 
     async def ended(self, session_id: str) -> bool:
         """Whether Redis says the session is gone (its client ended it on another instance, or it
         expired); ``False`` when Redis cannot be asked: the instance keeps serving what it holds."""
         key = self._session(session_id)
-        ok, found = await self._call(
+        ok, found = await self.call(
             "serve.session_lookup_failed", session_id, lambda: self.client.exists(key)
         )
         return ok and not found
@@ -134,14 +134,14 @@ class SharedSessions:
     async def touch(self, session_id: str) -> None:
         """The session was used: it expires ``--state-ttl`` from now."""
         key = self._session(session_id)
-        await self._call(
+        await self.call(
             "serve.session_not_touched", session_id, lambda: self.client.expire(key, self.store.ttl)
         )
 
     async def forget(self, session_id: str) -> None:
         """The client ended the session (DELETE): its record and saved REPL go."""
         keys = (self._session(session_id), self.store.key(state_key(session_id)))
-        await self._call("serve.session_not_forgotten", session_id, lambda: self.client.delete(*keys))
+        await self.call("serve.session_not_forgotten", session_id, lambda: self.client.delete(*keys))
 
     @contextlib.asynccontextmanager
     async def lease(self, session_id: str) -> AsyncIterator[Lease]:
@@ -154,19 +154,17 @@ class SharedSessions:
             blocking_timeout=self.lease_wait,
             thread_local=False,
         )
-        ok, acquired = await self._call(
-            "serve.lease_failed", session_id, lambda: lock.acquire(blocking=False)
-        )
+        ok, acquired = await self.call("serve.lease_failed", session_id, lambda: lock.acquire(blocking=False))
         if not ok:
             yield Lease(held=False)
             return
         if not acquired:
             log_event("serve.lease_waiting", logging.INFO, session=session_id)
             wait = self.lease_wait + CALL_TIMEOUT
-            ok, acquired = await self._call("serve.lease_failed", session_id, lock.acquire, wait)
+            ok, acquired = await self.call("serve.lease_failed", session_id, lock.acquire, wait)
             if not (ok and acquired):
                 if not ok:  # it may have been taken as the call failed: this token's release is safe
-                    await self._call("serve.lease_not_released", session_id, lock.release)
+                    await self.call("serve.lease_not_released", session_id, lock.release)
                 raise SessionBusy(
                     "this session is running on another asyncai instance and did not finish within "
                     f"{seconds(self.lease_wait)}; try again when that run has ended"
@@ -183,12 +181,12 @@ class SharedSessions:
     async def _end(self, lock: Lock, renewing: asyncio.Task[None], session_id: str) -> None:
         renewing.cancel()
         await asyncio.wait({renewing})
-        await self._call("serve.lease_not_released", session_id, lock.release)
+        await self.call("serve.lease_not_released", session_id, lock.release)
 
     async def _renew(self, lock: Lock, lease: Lease, session_id: str) -> None:
         while True:
             await asyncio.sleep(LEASE_SECONDS / 3)  # a timer, not a wait for anything
-            ok, _ = await self._call("serve.lease_not_renewed", session_id, lock.reacquire)
+            ok, _ = await self.call("serve.lease_not_renewed", session_id, lock.reacquire)
             if not ok:
                 lease.lost = True
                 return
