@@ -19,6 +19,7 @@ import anyio
 import httpx2
 import pytest
 from mcp import MCPError
+from mcp.types import INVALID_PARAMS
 
 from .helpers import (
     ASYNCAI,
@@ -288,3 +289,15 @@ async def test_a_call_left_running_by_a_failed_snippet_is_not_audited_as_a_succe
     assert failed["is_error"] is True and orphan["arguments"]["url"].endswith("/slow/orphan")
     assert "Server disconnected" in content["result"]
     assert orphan["is_error"] is True or orphan["bytes"] > 0, orphan
+
+
+async def test_http_sessions_announce_list_changes_and_an_unknown_tool_is_a_protocol_error(
+    shared: HttpServe,
+) -> None:
+    async with client(shared.url) as session:
+        tools = session.server_capabilities.tools
+        assert tools is not None and tools.list_changed is True  # it sends the notices over HTTP too
+        with pytest.raises(MCPError) as raised:
+            await session.call_tool("no_such_tool", {})
+    assert raised.value.code == INVALID_PARAMS and "unknown tool 'no_such_tool'" in raised.value.message
+    assert "run_code" in raised.value.message

@@ -18,9 +18,11 @@ import weakref
 from typing import Any
 
 import mcp.types as mt
+from mcp import MCPError
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 
@@ -107,6 +109,23 @@ def session_key(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return f"{HTTP_PREFIX}{session_id}" if session_id else None
 
 
+class _Server(Server[Any]):
+    """The lowlevel server, announcing ``tools.listChanged`` on every transport: the SDK's HTTP
+    session manager asks for the options without any, and the notices are sent on HTTP too."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
 class CodeModeServer:
     """The lowlevel MCP ``Server`` over one code-mode executor; see the module docstring."""
 
@@ -137,7 +156,7 @@ class CodeModeServer:
         self._clients: dict[str, ServerSession] = {}
         """The session of each client with a REPL key, for ``tools/list_changed``."""
         executor.on_tools_changed(self._tools_changed)
-        self.server: Server[Any] = Server(
+        self.server: Server[Any] = _Server(
             "asyncai",
             version=version,
             instructions=INSTRUCTIONS,
@@ -146,7 +165,7 @@ class CodeModeServer:
         )
 
     def initialization_options(self) -> Any:
-        return self.server.create_initialization_options(NotificationOptions(tools_changed=True))
+        return self.server.create_initialization_options()
 
     def tools(self, handles: bool = False) -> list[mt.Tool]:
         """The tools a client lists; with ``handles`` (a stateless caller) ``run_code`` takes ``repl``."""
@@ -198,7 +217,8 @@ class CodeModeServer:
         if self.expose_direct and params.name in {tool.name for tool in self.executor.inner.tools()}:
             return mcp_result(await self.executor.inner.call_tool(params.name, arguments))
         names = ", ".join(tool.name for tool in self.tools())
-        return mcp_result(ToolCallOutput.error(f"error: unknown tool {params.name!r}; the tools are {names}"))
+        # The spec's answer to a tool that does not exist is a protocol error, not a tool result.
+        raise MCPError(mt.INVALID_PARAMS, f"unknown tool {params.name!r}; the tools are {names}")
 
     async def _run_code(
         self, ctx: ServerRequestContext[Any, Any], arguments: dict[str, Any]
