@@ -154,8 +154,8 @@ async def test_the_bearer_token_is_required(shared: HttpServe) -> None:
 
 
 async def test_no_auth_on_loopback_needs_no_token() -> None:
-    env = {key: value for key, value in ENV.items() if key != "ASYNCAI_MCP_TOKEN"}
-    with serve_http("--no-auth", "--mcp-stdio", SIMPLE, env=env) as served:
+    # A token in the environment (a developer's shell) does not override the typed --no-auth.
+    with serve_http("--no-auth", "--mcp-stdio", SIMPLE, env=ENV) as served:
         async with client(served.url, token=None) as session:
             assert (await run_code(session, "6 * 7"))["result"] == "42"
 
@@ -216,6 +216,7 @@ def serve_mcp(*args: str) -> subprocess.CompletedProcess[str]:
         (["--http", "nope", "--no-auth"], "HOST:PORT"),
         (["--http", "host:99999", "--no-auth"], "HOST:PORT"),
         (["--http", "127.0.0.1:0"], "--token-file"),
+        (["--http", "127.0.0.1:0", "--no-auth", "--token-file", "TOKEN"], "contradict"),
     ],
 )
 def test_bad_http_configurations_are_one_line_errors(args: list[str], needle: str, tmp_path: Path) -> None:

@@ -83,8 +83,12 @@ def http_options(settings: Settings) -> HttpOptions | None:
     host, colon, port_text = address.rpartition(":")
     if not colon or not host or not port_text.isdigit() or int(port_text) > 65535:
         raise UsageError(f"--http takes HOST:PORT (e.g. 127.0.0.1:8765), not {address!r}")
-    tokens = _tokens(settings)
-    if not tokens and not settings.switch("no_auth"):
+    no_auth = settings.switch("no_auth")
+    if no_auth and settings.text("token_file") is not None:
+        raise UsageError("--no-auth and --token-file contradict each other: give one")
+    # A typed --no-auth wins over a token in the environment, which the shell may carry anyway.
+    tokens = () if no_auth else _tokens(settings)
+    if not tokens and not no_auth:
         raise UsageError(
             f"serve-mcp --http needs a bearer token: --token-file PATH or {TOKEN_ENV} "
             "(or --no-auth on a loopback address)"

@@ -1,0 +1,454 @@
+"""The official MCP conformance suite (npm ``@modelcontextprotocol/conformance``, pinned in
+``tests/third_party``) in server mode against ``asyncai serve-mcp --http``: one test per scenario and
+spec revision.
+
+One ``asyncai serve-mcp --http 127.0.0.1:0 --no-auth --mcp-stdio asyncai-mcp-simple`` serves the whole
+module (the suite sends no token, hence ``--no-auth`` on loopback); for each scenario the suite's
+``conformance server --url URL --scenario NAME`` talks to it and judges what it saw on the wire. A test
+passes when the suite finished, no check failed or warned (but for the ``EXCUSED_CHECKS``), and at
+least one check other than the generic ``wire-schema-valid`` succeeded.
+
+Many server scenarios assume the suite's own "everything" server: its named fixture tools
+(``test_simple_text``, ``slow_compute``, ...), prompts, resources, completion and logging. serve-mcp
+offers one tool, ``run_code``, so those scenarios are ``NOT_APPLICABLE`` (skipped), and the checks of
+otherwise applicable scenarios that need such a fixture are ``EXCUSED_CHECKS``. ``NOT_YET`` lists
+what applies but fails today (strict xfail: a fix shows as XPASS, a failure, until the entry goes).
+
+Versions are picked as in the client harness: each of ``2025-11-25`` and ``2026-07-28`` the scenario
+applies to, else its latest, an extension scenario without one. The scenarios run in the background
+as soon as the first test asks, two at a time; their results stay under pytest's temporary directory
+(``checks.json``, ``runner.log``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from asyncai.cli.serve_command import TOKEN_ENV
+from tests.conformance.test_client_conformance import (
+    CONFORMANCE,
+    NODE_BIN,
+    REVISIONS,
+    ROOT,
+    _environment,
+    _installed,
+    _plain,
+)
+from tests.serve.helpers import ENV, SIMPLE, serve_http
+
+SCENARIO_TIMEOUT = 30.0
+"""The suite's limit per scenario (its default)."""
+RUN_TIMEOUT = SCENARIO_TIMEOUT + 30.0
+"""For the whole suite process."""
+WORKERS = 2
+"""Scenarios at once: each is about 1 s, mostly the suite's Node starting."""
+GENERIC = "wire-schema-valid"
+"""A check every scenario reports; it alone says nothing of the scenario."""
+
+SCENARIOS: dict[str, tuple[str, ...]] = {
+    "server-initialize": ("2025-06-18", "2025-11-25"),
+    "server-session-lifecycle": ("2025-03-26", "2025-06-18", "2025-11-25"),
+    "server-stateless": ("2026-07-28",),
+    "logging-set-level": ("2025-06-18", "2025-11-25"),
+    "ping": ("2025-06-18", "2025-11-25"),
+    "completion-complete": ("2025-06-18", "2025-11-25", "2026-07-28"),
+    "tools-list": ("2025-06-18", "2025-11-25", "2026-07-28"),
+    "tools-call-simple-text": ("2025-06-18", "2025-11-25", "2026-07-28"),
+    "tools-call-image": ("2025-06-18", "2025-11-25", "2026-07-28"),
+    "tools-call-audio": ("2025-06-18", "2025-11-25", "2026-07-28"),
+    "tools-call-embedded-resource": ("2025-06-18", "2025-11-25", "2026-07-28"),
+    "tools-call-mixed-content": ("2025-06-18", "2025-11-25", "2026-07-28"),
+    "tools-call-with-logging": ("2025-06-18", "2025-11-25"),
+    "tools-call-error": ("2025-06-18", "2025-11-25", "2026-07-28"),
+    "tools-call-with-progress": ("2025-06-18", "2025-11-25", "2026-07-28"),
+    "tools-call-sampling": ("2025-06-18", "2025-11-25"),
+    "tools-call-elicitation": ("2025-06-18", "2025-11-25"),
+    "json-schema-2020-12": ("2025-11-25", "2026-07-28"),
+    "elicitation-sep1034-defaults": ("2025-11-25",),
+    "server-sse-polling": ("2025-11-25",),
+    "server-sse-multiple-streams": ("2025-11-25", "2026-07-28"),
+    "elicitation-sep1330-enums": ("2025-11-25",),
+    "resources-list": ("2025-06-18", "2025-11-25", "2026-07-28"),
+    "resources-read-text": ("2025-06-18", "2025-11-25", "2026-07-28"),
+    "resources-read-binary": ("2025-06-18", "2025-11-25", "2026-07-28"),
+    "resources-templates-read": ("2025-06-18", "2025-11-25", "2026-07-28"),
+    "resources-subscribe": ("2025-06-18", "2025-11-25"),
+    "resources-unsubscribe": ("2025-06-18", "2025-11-25"),
+    "sep-2164-resource-not-found": ("2026-07-28",),
+    "sep-2640-skills-directory": ("extension",),
+    "sep-2640-skills-enumeration": ("extension",),
+    "sep-2640-skills-manifest": ("extension",),
+    "prompts-list": ("2025-06-18", "2025-11-25", "2026-07-28"),
+    "prompts-get-simple": ("2025-06-18", "2025-11-25", "2026-07-28"),
+    "prompts-get-with-args": ("2025-06-18", "2025-11-25", "2026-07-28"),
+    "prompts-get-embedded-resource": ("2025-06-18", "2025-11-25", "2026-07-28"),
+    "prompts-get-with-image": ("2025-06-18", "2025-11-25", "2026-07-28"),
+    "dns-rebinding-protection": ("2025-11-25", "2026-07-28"),
+    "caching": ("2026-07-28",),
+    "http-header-validation": ("2026-07-28",),
+    "http-custom-header-server-validation": ("2026-07-28",),
+    "tasks-lifecycle": ("extension",),
+    "tasks-capability-negotiation": ("extension",),
+    "tasks-wire-fields": ("extension",),
+    "tasks-request-state-removal": ("extension",),
+    "tasks-mrtr-input": ("extension",),
+    "tasks-request-headers": ("extension",),
+    "tasks-dispatch-and-envelope": ("extension",),
+    "tasks-status-notifications": ("extension",),
+    "tasks-required-task-error": ("extension",),
+    "tasks-mrtr-composition": ("extension",),
+    "input-required-result-basic-elicitation": ("2026-07-28",),
+    "input-required-result-basic-sampling": ("2026-07-28",),
+    "input-required-result-basic-list-roots": ("2026-07-28",),
+    "input-required-result-request-state": ("2026-07-28",),
+    "input-required-result-multiple-input-requests": ("2026-07-28",),
+    "input-required-result-multi-round": ("2026-07-28",),
+    "input-required-result-missing-input-response": ("2026-07-28",),
+    "input-required-result-non-tool-request": ("2026-07-28",),
+    "input-required-result-result-type": ("2026-07-28",),
+    "input-required-result-unsupported-methods": ("2026-07-28",),
+    "input-required-result-tampered-state": ("2026-07-28",),
+    "input-required-result-capability-check": ("2026-07-28",),
+    "input-required-result-ignore-extra-params": ("2026-07-28",),
+    "input-required-result-validate-input": ("2026-07-28",),
+}
+"""Every server scenario of the pinned suite with the versions it applies to, as ``conformance list``
+prints them (``test_the_scenario_table_is_the_suites`` keeps the two equal)."""
+
+
+def _tool(name: str) -> str:
+    return f"calls the suite's fixture tool {name}; serve-mcp offers run_code only"
+
+
+_NO_PROMPTS = "serve-mcp offers no prompts (no prompts capability; prompts/* are Method not found)"
+_NO_RESOURCES = "serve-mcp offers no resources (no resources capability; resources/* are Method not found)"
+_SKILLS = "the skills extension (SEP-2640) is for servers that publish skills; serve-mcp publishes none"
+_TASK_FIXTURES = "every check drives the suite's task fixture tools ({}); serve-mcp offers run_code only"
+NOT_APPLICABLE: dict[str, str] = {
+    "logging-set-level": "serve-mcp declares no logging capability (logging/setLevel is Method not found)",
+    "completion-complete": "serve-mcp offers no prompts or resource templates to complete (no completions capability)",
+    "tools-call-simple-text": _tool("test_simple_text"),
+    "tools-call-image": _tool("test_image_content"),
+    "tools-call-audio": _tool("test_audio_content"),
+    "tools-call-embedded-resource": _tool("test_embedded_resource"),
+    "tools-call-mixed-content": _tool("test_multiple_content_types"),
+    "tools-call-with-logging": _tool("test_tool_with_logging") + ", and declares no logging capability",
+    "tools-call-error": _tool("test_error_handling"),
+    "tools-call-with-progress": _tool("test_tool_with_progress"),
+    "tools-call-sampling": _tool("test_sampling"),
+    "tools-call-elicitation": _tool("test_elicitation"),
+    "json-schema-2020-12": "looks for the suite's fixture tool json_schema_2020_12_tool; serve-mcp offers run_code only",
+    "elicitation-sep1034-defaults": _tool("test_elicitation_sep1034_defaults"),
+    "elicitation-sep1330-enums": _tool("test_elicitation_sep1330_enums"),
+    "resources-list": _NO_RESOURCES,
+    "resources-read-text": _NO_RESOURCES,
+    "resources-read-binary": _NO_RESOURCES,
+    "resources-templates-read": _NO_RESOURCES,
+    "resources-subscribe": _NO_RESOURCES,
+    "resources-unsubscribe": _NO_RESOURCES,
+    "sep-2164-resource-not-found": (
+        _NO_RESOURCES + ", so resources/read of an unknown URI is rightly -32601, not SEP-2164's -32602"
+    ),
+    "sep-2640-skills-directory": _SKILLS,
+    "sep-2640-skills-enumeration": _SKILLS,
+    "sep-2640-skills-manifest": _SKILLS,
+    "prompts-list": _NO_PROMPTS,
+    "prompts-get-simple": _NO_PROMPTS,
+    "prompts-get-with-args": _NO_PROMPTS,
+    "prompts-get-embedded-resource": _NO_PROMPTS,
+    "prompts-get-with-image": _NO_PROMPTS,
+    "http-custom-header-server-validation": (
+        "needs a tool whose input schema declares x-mcp-header parameters (SEP-2243); run_code declares none"
+    ),
+    "tasks-lifecycle": _TASK_FIXTURES.format("greet, slow_compute, failing_job, protocol_error_job"),
+    "tasks-wire-fields": _TASK_FIXTURES.format("slow_compute"),
+    "tasks-request-state-removal": _TASK_FIXTURES.format("slow_compute"),
+    "tasks-mrtr-input": _TASK_FIXTURES.format("confirm_delete, multi_input"),
+    "tasks-mrtr-composition": _TASK_FIXTURES.format("test_tool_with_task"),
+    "tasks-required-task-error": _TASK_FIXTURES.format("failing_job, which must require a task"),
+    "tasks-status-notifications": "the suite skips it itself (pending its subscriptions/listen rewrite)",
+    "input-required-result-basic-elicitation": _tool("test_input_required_result_elicitation"),
+    "input-required-result-basic-sampling": _tool("test_input_required_result_sampling"),
+    "input-required-result-basic-list-roots": _tool("test_input_required_result_list_roots"),
+    "input-required-result-request-state": _tool("test_input_required_result_request_state"),
+    "input-required-result-multiple-input-requests": _tool("test_input_required_result_multiple_inputs"),
+    "input-required-result-multi-round": _tool("test_input_required_result_multi_round"),
+    "input-required-result-missing-input-response": _tool("test_input_required_result_elicitation"),
+    "input-required-result-non-tool-request": "calls prompts/get for the suite's prompt; " + _NO_PROMPTS,
+    "input-required-result-result-type": _tool("test_input_required_result_elicitation"),
+    "input-required-result-tampered-state": _tool("test_input_required_result_tampered_state"),
+    "input-required-result-capability-check": _tool("test_input_required_result_capabilities"),
+    "input-required-result-ignore-extra-params": _tool("test_input_required_result_elicitation"),
+}
+"""Scenario -> why it does not apply to a server offering the one tool ``run_code`` (skipped)."""
+
+EXCUSED_CHECKS: dict[str, str] = {
+    # server-stateless: the suite reports these as FAILURE "Not testable" without its diagnostic tools.
+    "sep-2575-server-rejects-undeclared-capability": "needs the suite's diagnostic tool test_missing_capability",
+    "sep-2575-missing-capability-http-400": "needs the suite's diagnostic tool test_missing_capability",
+    "sep-2575-http-server-no-independent-requests-on-stream": (
+        "needs the suite's diagnostic tool test_streaming_elicitation"
+    ),
+    "sep-2575-server-no-log-without-loglevel": "needs the suite's diagnostic tool test_logging_tool",
+    # caching: tools/list carries the hints; the other lists do not exist here.
+    "sep-2549-prompts-list-caching-hints": _NO_PROMPTS,
+    "sep-2549-resources-list-caching-hints": _NO_RESOURCES,
+    "sep-2549-resources-templates-list-caching-hints": _NO_RESOURCES,
+    # the tasks scenarios that also check something serve-mcp can answer without the fixtures
+    "sep-2663-server-rejects-undeclared-client": _tool("slow_compute"),
+    "tasks-per-request-meta-opt-in": _tool("slow_compute"),
+    "tasks-server-directed-creation-no-hint": _tool("failing_job"),
+    "sep-2663-legacy-task-param-ignored": _tool("greet"),
+    "tasks-immediate-result-shortcut": _tool("slow_compute"),
+    "tasks-result-type-complete-on-non-task-responses": _tool("greet"),
+    "sep-2663-durable-create-strong-consistency": _tool("slow_compute"),
+    "tasks-headers-tolerate-mcp-method-on-tools-call": _tool("greet"),
+    "sep-2663-routing-headers-accepted-on-tasks-get": _tool("slow_compute"),
+    "sep-2663-server-rejects-mismatched-mcp-name-on-tasks-get": (
+        "needs the task created by sep-2663-routing-headers-accepted-on-tasks-get (slow_compute)"
+    ),
+}
+"""Check id -> why its FAILURE or WARNING does not count: it needs a fixture serve-mcp does not offer,
+in a scenario whose other checks apply."""
+
+NOT_YET: dict[str, str] = {
+    "server-sse-polling@2025-11-25": (
+        "no event store, so no SSE priming event (id, empty data) and no retry field on the POST stream: "
+        "WARNING server-sse-priming-event, server-sse-retry-field"
+    ),
+    "tasks-capability-negotiation": (
+        "no tasks extension: FAILURE tasks-extension-advertised (io.modelcontextprotocol/tasks not in "
+        "capabilities.extensions), sep-2663-tasks-methods-non-declaring (tasks/get, tasks/update, "
+        "tasks/cancel are -32601, not -32021, for a client without the extension)"
+    ),
+    "tasks-dispatch-and-envelope": (
+        "no tasks extension: FAILURE sep-2663-tasks-get-invalid-task-id-32602 (tasks/get of an unknown "
+        "taskId is -32601, not -32602)"
+    ),
+}
+"""``scenario`` or ``scenario@version`` -> why it fails today though it applies to serve-mcp (strict
+xfail)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    scenario: str
+    version: str | None
+    """The ``--spec-version`` it runs at; None for an extension scenario (not on the timeline)."""
+
+    @property
+    def id(self) -> str:
+        return f"{self.scenario}@{self.version or 'extension'}"
+
+
+def cases() -> list[Case]:
+    found = []
+    for scenario, versions in SCENARIOS.items():
+        if versions == ("extension",):
+            found.append(Case(scenario, None))
+            continue
+        for version in [v for v in versions if v in REVISIONS] or [versions[-1]]:
+            found.append(Case(scenario, version))
+    return found
+
+
+def _param(case: Case) -> Any:
+    marks: list[pytest.MarkDecorator] = []
+    if case.scenario in NOT_APPLICABLE:
+        marks.append(pytest.mark.skip(reason=f"not applicable: {NOT_APPLICABLE[case.scenario]}"))
+    not_yet = NOT_YET.get(case.id) or NOT_YET.get(case.scenario)
+    if not_yet is not None:
+        marks.append(pytest.mark.xfail(strict=True, reason=f"not yet: {not_yet}"))
+    return pytest.param(case, id=case.id, marks=marks)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the suite
+
+
+@dataclass
+class Outcome:
+    case: Case
+    status: int | None
+    """The suite's exit status; None when it overran ``RUN_TIMEOUT`` and was stopped."""
+    seconds: float
+    output: str
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    results: Path | None = None
+
+    def bad_checks(self) -> list[dict[str, Any]]:
+        return [check for check in self.checks if check.get("status") in ("FAILURE", "WARNING")]
+
+    def unexcused(self) -> list[dict[str, Any]]:
+        return [check for check in self.bad_checks() if check.get("id") not in EXCUSED_CHECKS]
+
+    def succeeded(self) -> bool:
+        return any(check.get("status") == "SUCCESS" and check.get("id") != GENERIC for check in self.checks)
+
+    def passed(self) -> bool:
+        # The suite exits 1 on any FAILURE, excused or not; anything else is a crash or a usage error.
+        finished = self.status == 0 or (self.status == 1 and bool(self.checks))
+        return finished and self.succeeded() and not self.unexcused()
+
+    def report(self) -> str:
+        lines = [f"{self.case.id}: {self._verdict()} in {self.seconds:.1f} s"]
+        for check in self.bad_checks():
+            message = check.get("errorMessage") or (check.get("details") or {}).get("message") or ""
+            excused = " (excused)" if check.get("id") in EXCUSED_CHECKS else ""
+            lines.append(f"  [{check.get('id')}] {check.get('status')}{excused}: {check.get('description')}")
+            if message:
+                lines.append(f"      {message}")
+        if not self.succeeded():
+            lines.append(f"  no check but {GENERIC} succeeded")
+        if self.results is None:
+            lines.append("  suite output (last 30 lines):")
+            lines.extend(f"    {line}" for line in _plain(self.output).splitlines()[-30:])
+        else:
+            lines.append(f"  results: {self.results}")
+        return "\n".join(lines)
+
+    def _verdict(self) -> str:
+        if self.status is None:
+            return f"the suite did not finish in {RUN_TIMEOUT:.0f} s"
+        return f"exit status {self.status}"
+
+
+def run_case(case: Case, url: str, out: Path) -> Outcome:
+    """Run one scenario through the suite against ``url`` with its results under ``out``."""
+    command = [
+        str(NODE_BIN / "node"),
+        str(CONFORMANCE),
+        "server",
+        "--url",
+        url,
+        "--scenario",
+        case.scenario,
+        "--timeout",
+        str(int(SCENARIO_TIMEOUT * 1000)),
+        "--output-dir",
+        str(out),
+    ]
+    if case.version is not None:
+        command += ["--spec-version", case.version]
+    started = time.monotonic()
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=_environment(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    status: int | None
+    try:
+        output, _ = process.communicate(timeout=RUN_TIMEOUT)
+        status = process.returncode
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        status = None
+    seconds = time.monotonic() - started
+    (out / "runner.log").write_text(output)
+    found = sorted(out.rglob("checks.json"))
+    checks = json.loads(found[0].read_text()) if found else []
+    return Outcome(case, status, seconds, output, checks, found[0].parent if found else None)
+
+
+class Runner:
+    """Runs the scenarios of the selected tests in the background, in test order, ``WORKERS`` at a
+    time, against one serve-mcp, and hands each test its outcome."""
+
+    def __init__(self, base: Path, url: str, selected: list[Case]) -> None:
+        self.base = base
+        self.url = url
+        self.pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="conformance")
+        self.futures: dict[Case, Future[Outcome]] = {
+            case: self.pool.submit(self._run, case) for case in selected
+        }
+
+    def _run(self, case: Case) -> Outcome:
+        out = self.base / re.sub(r"[^A-Za-z0-9_.@-]", "_", case.id)
+        out.mkdir(parents=True, exist_ok=True)
+        return run_case(case, self.url, out)
+
+    def outcome(self, case: Case) -> Outcome:
+        if case not in self.futures:
+            self.futures[case] = self.pool.submit(self._run, case)
+        return self.futures[case].result()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.fixture(scope="module")
+def runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
+    _installed()
+    selected = [
+        case
+        for item in request.session.items
+        if isinstance(item, pytest.Function)
+        and item.module is not None
+        and item.module.__name__ == __name__
+        and item.originalname == test_server_scenario.__name__
+        and item.get_closest_marker("skip") is None
+        and isinstance(case := item.callspec.params["case"], Case)
+    ]
+    with contextlib.ExitStack() as stack:
+        # A token in the environment would win over --no-auth, and the suite sends none.
+        with pytest.MonkeyPatch.context() as patch:
+            patch.delenv(TOKEN_ENV, raising=False)
+            served = stack.enter_context(
+                serve_http("--no-auth", "--mcp-stdio", SIMPLE, env={"HOME": ENV["HOME"]})
+            )
+        running = Runner(tmp_path_factory.mktemp("server-conformance"), served.url, selected)
+        stack.callback(running.close)
+        yield running
+
+
+@pytest.mark.timeout(RUN_TIMEOUT * 2)  # the wait for a place, then the run
+@pytest.mark.parametrize("case", [_param(case) for case in cases()])
+def test_server_scenario(case: Case, runner: Runner, request: pytest.FixtureRequest) -> None:
+    outcome = runner.outcome(case)
+    request.node.user_properties.append(("conformance_seconds", round(outcome.seconds, 1)))
+    assert outcome.passed(), outcome.report()
+
+
+def test_the_scenario_table_is_the_suites() -> None:
+    """``SCENARIOS`` is what the pinned suite lists (a new pin shows new or changed scenarios here),
+    and the classification names only its scenarios."""
+    _installed()
+    listed = subprocess.run(
+        [str(NODE_BIN / "node"), str(CONFORMANCE), "list"],
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    server_section = listed.split("Server scenarios")[1].split("\n\n")[0]
+    suite = {
+        name: tuple(versions.split(","))
+        for name, versions in re.findall(r"^\s+- (\S+) \[([^\]]*)\]", server_section, re.MULTILINE)
+    }
+    assert suite == SCENARIOS
+    assert [s for s in NOT_APPLICABLE if s not in SCENARIOS] == []
+    assert [key for key in NOT_YET if key.split("@")[0] not in SCENARIOS] == []
+    assert [key for key in NOT_YET if key.split("@")[0] in NOT_APPLICABLE] == []
+    ids = {case.id for case in cases()}
+    assert [key for key in NOT_YET if "@" in key and key not in ids] == []
