@@ -8,6 +8,7 @@ within its deadline, and the next snippet works.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -68,6 +69,13 @@ class McpFault:
     """What a well-formed call to the same server gives afterwards: ``fine``, or a fast refusal."""
     server: str = "rogue"
     bug: str | None = None
+
+    @property
+    def limits(self) -> CodeModeLimits:
+        """``LIMITS``; a 50 MB answer gets time to cross (on a loaded machine it took over 1.5 s)."""
+        if self.deadline < HEAVY:
+            return LIMITS
+        return dataclasses.replace(LIMITS, tool_timeout=HEAVY - 2.0, wall_timeout=HEAVY - 1.0)
 
 
 def _probe(fault: McpFault) -> str:
@@ -166,8 +174,8 @@ def _fault_param(fault: McpFault) -> Any:
 async def test_a_misbehaving_mcp_server_costs_one_error_result(fault: McpFault) -> None:
     command = ROGUE if fault.server == "rogue" else server_command("victim")
     async with (
-        McpServers([stdio_spec(f"{fault.server}={command}")], tool_timeout=TOOL_TIMEOUT) as mcp,
-        CodeMode(mcp, LIMITS) as executor,
+        McpServers([stdio_spec(f"{fault.server}={command}")], tool_timeout=fault.limits.tool_timeout) as mcp,
+        CodeMode(mcp, fault.limits) as executor,
     ):
         output, elapsed = await run(executor, fault.code)
         assert re.search(fault.outcome, output.content), output.content[:2000]
