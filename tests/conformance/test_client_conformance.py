@@ -40,6 +40,7 @@ from typing import Any
 import pytest
 
 from tests.conformance.client_driver import handler_for
+from tests.conformance.suite import Case, case_param, cases
 from tests.third_party import _missing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,9 +64,6 @@ AUTH_ON_BOTH_WIRES = frozenset({"auth/metadata-default", "auth/pre-registration"
 """The sign-in is the same code on either wire (the SDK's OAuth provider on the HTTP client, below
 the protocol era), so these check it on the 2025-11-25 wire too and the other auth scenarios run
 on their newest only: about 50 s of the test budget (every one passed on both when measured)."""
-
-REVISIONS = ("2025-11-25", "2026-07-28")
-"""The spec revisions the suite's requirement sets (its ``requirements/*.yaml``) are for."""
 
 SCENARIOS: dict[str, tuple[str, ...]] = {
     "initialize": ("2025-06-18", "2025-11-25"),
@@ -148,39 +146,12 @@ NOT_YET: dict[str, str] = {
 client work lands (strict xfail)."""
 
 
-@dataclass(frozen=True)
-class Case:
-    scenario: str
-    version: str | None
-    """The ``--spec-version`` it runs at; None for an extension scenario (not on the timeline)."""
-
-    @property
-    def id(self) -> str:
-        return f"{self.scenario}@{self.version or 'extension'}"
-
-
-def cases() -> list[Case]:
-    found = []
-    for scenario, versions in SCENARIOS.items():
-        if versions == ("extension",):
-            found.append(Case(scenario, None))
-            continue
-        wires = [v for v in versions if v in REVISIONS] or [versions[-1]]
-        if scenario.startswith("auth/") and scenario not in AUTH_ON_BOTH_WIRES:
-            wires = wires[-1:]
-        for version in wires:
-            found.append(Case(scenario, version))
-    return found
+def _sign_in_on_the_newest_wire_only(scenario: str) -> bool:
+    return scenario.startswith("auth/") and scenario not in AUTH_ON_BOTH_WIRES
 
 
 def _param(case: Case) -> Any:
-    marks: list[pytest.MarkDecorator] = []
-    if case.scenario in NOT_OFFERED:
-        marks.append(pytest.mark.skip(reason=f"not offered: {NOT_OFFERED[case.scenario]}"))
-    not_yet = NOT_YET.get(case.id) or NOT_YET.get(case.scenario)
-    if not_yet is not None:
-        marks.append(pytest.mark.xfail(strict=True, reason=f"not yet: {not_yet}"))
-    return pytest.param(case, id=case.id, marks=marks)
+    return case_param(case, NOT_OFFERED, "not offered", NOT_YET)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -375,7 +346,9 @@ def runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 
 @pytest.mark.timeout(RUN_TIMEOUT * 3)  # the wait for a place, then the run
-@pytest.mark.parametrize("case", [_param(case) for case in cases()])
+@pytest.mark.parametrize(
+    "case", [_param(case) for case in cases(SCENARIOS, _sign_in_on_the_newest_wire_only)]
+)
 def test_client_scenario(case: Case, runner: Runner, request: pytest.FixtureRequest) -> None:
     outcome = runner.outcome(case)
     request.node.user_properties.append(("conformance_seconds", round(outcome.seconds, 1)))

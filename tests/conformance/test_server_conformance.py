@@ -38,10 +38,10 @@ from typing import Any
 import pytest
 
 from asyncai.cli.serve_command import TOKEN_ENV
+from tests.conformance.suite import Case, case_param, cases
 from tests.conformance.test_client_conformance import (
     CONFORMANCE,
     NODE_BIN,
-    REVISIONS,
     ROOT,
     _environment,
     _installed,
@@ -243,36 +243,8 @@ NOT_YET: dict[str, str] = {
 xfail)."""
 
 
-@dataclass(frozen=True)
-class Case:
-    scenario: str
-    version: str | None
-    """The ``--spec-version`` it runs at; None for an extension scenario (not on the timeline)."""
-
-    @property
-    def id(self) -> str:
-        return f"{self.scenario}@{self.version or 'extension'}"
-
-
-def cases() -> list[Case]:
-    found = []
-    for scenario, versions in SCENARIOS.items():
-        if versions == ("extension",):
-            found.append(Case(scenario, None))
-            continue
-        for version in [v for v in versions if v in REVISIONS] or [versions[-1]]:
-            found.append(Case(scenario, version))
-    return found
-
-
 def _param(case: Case) -> Any:
-    marks: list[pytest.MarkDecorator] = []
-    if case.scenario in NOT_APPLICABLE:
-        marks.append(pytest.mark.skip(reason=f"not applicable: {NOT_APPLICABLE[case.scenario]}"))
-    not_yet = NOT_YET.get(case.id) or NOT_YET.get(case.scenario)
-    if not_yet is not None:
-        marks.append(pytest.mark.xfail(strict=True, reason=f"not yet: {not_yet}"))
-    return pytest.param(case, id=case.id, marks=marks)
+    return case_param(case, NOT_APPLICABLE, "not applicable", NOT_YET)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -422,7 +394,7 @@ def runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 
 @pytest.mark.timeout(RUN_TIMEOUT * 2)  # the wait for a place, then the run
-@pytest.mark.parametrize("case", [_param(case) for case in cases()])
+@pytest.mark.parametrize("case", [_param(case) for case in cases(SCENARIOS)])
 def test_server_scenario(case: Case, runner: Runner, request: pytest.FixtureRequest) -> None:
     outcome = runner.outcome(case)
     request.node.user_properties.append(("conformance_seconds", round(outcome.seconds, 1)))
@@ -450,5 +422,5 @@ def test_the_scenario_table_is_the_suites() -> None:
     assert [s for s in NOT_APPLICABLE if s not in SCENARIOS] == []
     assert [key for key in NOT_YET if key.split("@")[0] not in SCENARIOS] == []
     assert [key for key in NOT_YET if key.split("@")[0] in NOT_APPLICABLE] == []
-    ids = {case.id for case in cases()}
+    ids = {case.id for case in cases(SCENARIOS)}
     assert [key for key in NOT_YET if "@" in key and key not in ids] == []
