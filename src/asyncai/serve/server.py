@@ -234,8 +234,8 @@ class CodeModeServer:
         given = arguments.pop(REPL_ARGUMENT, None)
         handle: str | None = None
         handle_note: str | None = None
+        owner = caller_identity(_authorization(ctx))
         if key is None:  # no session (2026-07-28 over HTTP): the REPL is the handle's
-            owner = caller_identity(_authorization(ctx))
             handle, handle_note, refusal = await self._handle_for(given, owner)
             if refusal is not None:
                 return mt.CallToolResult(content=[mt.TextContent(type="text", text=refusal)], is_error=True)
@@ -248,7 +248,7 @@ class CodeModeServer:
                 output = await use.scope.call_tool(RUN_CODE, arguments, approver=approver)
             note = self.scopes.note_if_changed(key, use.scope.context_note())
         if handle is not None:
-            await self.handles.touch(handle, caller_identity(_authorization(ctx)))
+            await self.handles.touch(handle, owner)
         audit = (output.audit or {}).get("nested_calls", [])
         log_event("serve.run_code", session=key, is_error=output.is_error, nested_calls=len(audit))
         # The value on its own first, so a program can parse it; the note, when it changed, after.

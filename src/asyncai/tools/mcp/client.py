@@ -76,9 +76,14 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
-def _describe(exc: BaseException) -> str:
+def _first_leaf(exc: BaseException) -> BaseException:
+    """What failed, out of the SDK's nested exception groups (a cancellation only when nothing else)."""
     leaves = [leaf for leaf in _leaves(exc) if not isinstance(leaf, asyncio.CancelledError)] or [exc]
-    leaf = leaves[0]
+    return leaves[0]
+
+
+def _describe(exc: BaseException) -> str:
+    leaf = _first_leaf(exc)
     sign_in = sign_in_failure(leaf)
     if sign_in is not None:
         return sign_in
@@ -216,9 +221,11 @@ class McpConnection(ToolSource):
             timeout = httpx2.Timeout(30.0, read=max(self.tool_timeout + 30.0, 300.0))
             sign_in = self._sign_in_for(spec)
             auth = sign_in.auth() if sign_in is not None else None
-            hooks = {"response": [self._note_response, *([sign_in.note_response] if sign_in else [])]}
             async with httpx2.AsyncClient(
-                headers=spec.headers, timeout=timeout, auth=auth, event_hooks=hooks
+                headers=spec.headers,
+                timeout=timeout,
+                auth=auth,
+                event_hooks={"response": [self._note_response]},
             ) as http:
                 # The SDK caps one SSE event at 1 MiB; a tool's answer may be larger (the sandbox filters it).
                 transport = streamable_http_client(spec.url, http_client=http, max_sse_event_size=None)
@@ -249,8 +256,12 @@ class McpConnection(ToolSource):
 
     @property
     def needs_sign_in(self) -> bool:
-        """It answered 401 and nobody could sign in here (``asyncai mcp login NAME`` can)."""
-        return self._sign_in is not None and self._sign_in.required
+        """It answered 401 and nobody could sign in here (``asyncai mcp login NAME`` can): no sign-in
+        was attached, or the one attached needed a person."""
+        sign_in = self._sign_in
+        if sign_in is None:
+            return False
+        return sign_in.required or (self._refused_status == 401 and not sign_in.attached)
 
     @property
     def signed_in_now(self) -> bool:
@@ -294,9 +305,8 @@ class McpConnection(ToolSource):
             if not self._ready.done() and self._closing.is_set():
                 self._ready.cancel()  # start() gave up waiting and reports the failure itself
             elif not self._ready.done():
-                reason = _describe(exc)
-                if not reason.startswith("sign-in failed"):
-                    reason = self._refusal() or reason
+                # A failed sign-in says why itself; else a 401/403 says more than the SDK's error.
+                reason = sign_in_failure(_first_leaf(exc)) or self._refusal() or _describe(exc)
                 self._ready.set_exception(ServerStartError(await self._start_error(reason)))
             elif not self._closing.is_set():
                 self._mark_dead(_describe(exc))

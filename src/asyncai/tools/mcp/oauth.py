@@ -253,8 +253,8 @@ def _to_stderr(line: str) -> None:
 
 
 class SignIn:
-    """One HTTP server's sign-in: the ``httpx2.Auth`` to attach, and what happened (``required``,
-    ``expired``) for the start error when nobody could sign in."""
+    """One HTTP server's sign-in: the ``httpx2.Auth`` to attach (``attached``), and whether the
+    flow needed a person where there was none (``required``), for the start error."""
 
     def __init__(
         self,
@@ -271,8 +271,10 @@ class SignIn:
         self.mode = mode
         self.announce = announce
         self.path = token_path(url, home)
+        self.attached = False
+        """``auth()`` gave a provider: it answers a 401 itself."""
         self.required = False
-        """The server answered 401 and nobody could sign in (mode ``never``)."""
+        """The flow needed a person and there was none (mode ``never``)."""
         self._redirect: LoopbackRedirect | None = None
         self._had_tokens = False
         self.completed = False
@@ -287,6 +289,7 @@ class SignIn:
         settings = self.settings
         if settings.grant_type == "client_credentials":
             assert settings.client_id and settings.client_secret
+            self.attached = True
             storage = TokenFile(self.url, self.path, "", None)
             return ClientCredentialsOAuthProvider(
                 server_url=self.url,
@@ -297,6 +300,7 @@ class SignIn:
             )
         if self.mode == "never" and not self._signed_in_before():
             return None
+        self.attached = True
         self._had_tokens = self._signed_in_before()
         # The registered client names its redirect URI: reuse its port, so the client (needed to
         # refresh) stays valid; a port taken since means registering again.
@@ -339,11 +343,6 @@ class SignIn:
         # The SDK counts a loaded token as fresh; the file knows when it expires, so it is refreshed.
         provider.context.token_expiry_time = storage.expires_at
         return provider
-
-    async def note_response(self, response: httpx2.Response) -> None:
-        """An HTTP client response hook: a 401 that no provider answers means sign-in is needed."""
-        if response.status_code == 401 and self.mode == "never" and not self._had_tokens:
-            self.required = True
 
     async def _open(self, authorization_url: str) -> None:
         if self.mode == "never" or self._redirect is None:
