@@ -142,3 +142,13 @@ async def test_two_instances_sharing_redis_serve_one_handle_alternately(tmp_path
                     assert (content["result"], error) == (str(expected), False)
             served_by = {index for *_, index in proxy.served}
     assert served_by == {0, 1}, "both instances served the handle's runs"
+
+
+async def test_expired_handles_do_not_pile_up_in_memory() -> None:
+    now = [0.0]
+    handles = ReplHandles(ttl=10, clock=lambda: now[0])
+    for _ in range(100):
+        await handles.mint("someone")
+        now[0] += 1
+    kept = await handles.mint("someone")
+    assert len(handles._owners) <= 11 and await handles.check(kept, "someone") is HandleCheck.MINE

@@ -14,6 +14,7 @@ import enum
 import hashlib
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -54,7 +55,10 @@ class ReplHandles:
         self.ttl = ttl
         self.shared = shared
         self.clock = clock
-        self._owners: dict[str, tuple[str, float]] = {}
+        self._owners: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        """Handle -> (owner, expiry), oldest use first: with one ttl that is expiry order, so the
+        expired ones are dropped from the front as handles are recorded (a run without ``repl``
+        mints one each time)."""
 
     @staticmethod
     def _key(handle: str) -> str:
@@ -78,7 +82,11 @@ class ReplHandles:
         await self._record(handle, owner)
 
     async def _record(self, handle: str, owner: str) -> None:
-        self._owners[handle] = (owner, self.clock() + self.ttl)
+        now = self.clock()
+        self._owners[handle] = (owner, now + self.ttl)
+        self._owners.move_to_end(handle)
+        while self._owners and next(iter(self._owners.values()))[1] < now:
+            self._owners.popitem(last=False)
         if self.shared is not None:
             shared = self.shared
             await shared.call(
