@@ -59,6 +59,8 @@ class SavedScope:
     preamble: str | None = None
     """The fingerprint of the tool wrappers and helpers in the dump: a process whose own are the
     same need not define them again (each definition would stay in the dump)."""
+    paused_as: str | None = None
+    """The id of the REPL's snippet that waits for an approval (``ReplScope.run_pausing``)."""
 
 
 def monty_version() -> str:
@@ -74,6 +76,7 @@ def pack(saved: SavedScope) -> bytes:
         "note": saved.note,
         "bound": saved.bound,
         "preamble": saved.preamble,
+        "paused_as": saved.paused_as,
     }
     return MAGIC + json.dumps(header).encode() + b"\n" + saved.dump
 
@@ -95,8 +98,13 @@ def unpack(data: bytes) -> SavedScope:
     bound = header.get("bound")
     names = tuple(name for name in bound if isinstance(name, str)) if isinstance(bound, list) else ()
     preamble = header.get("preamble")
+    paused_as = header.get("paused_as")
     return SavedScope(
-        dump, note if isinstance(note, str) else None, names, preamble if isinstance(preamble, str) else None
+        dump,
+        note if isinstance(note, str) else None,
+        names,
+        preamble if isinstance(preamble, str) else None,
+        paused_as if isinstance(paused_as, str) else None,
     )
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -18,6 +19,7 @@ from asyncai.code_mode.catalog.observed import ObservedShapes
 from asyncai.code_mode.catalog.resources import RESOURCE_FUNCTIONS, call_resource_function
 from asyncai.code_mode.engine.clock import WallClock
 from asyncai.code_mode.engine.crossing import Payload, tool_payload
+from asyncai.code_mode.engine.pausing import HeldCall
 from asyncai.code_mode.limits import CodeModeLimits
 from asyncai.humanize import count, seconds
 from asyncai.log import (
@@ -108,10 +110,15 @@ class SnippetDispatcher:
         """The sandbox's ``_asyncai_tool``: returns ``(mode, text)`` (``crossing.Payload``) or raises
         into the sandbox. Once the run is interrupted, every call in flight or made later fails in
         the snippet with a ``RuntimeError``, so the snippet ends and its REPL stays."""
+        return await self._interruptible(self._call(py_name, args, kwargs))
+
+    async def _interruptible(self, call: Awaitable[T]) -> T:
         if self.interrupted:
+            if isinstance(call, Coroutine):
+                call.close()
             raise RuntimeError(INTERRUPTED_CALL)
         try:
-            return await self._call(py_name, args, kwargs)
+            return await call
         except asyncio.CancelledError:
             if self.interrupted:  # a cancel must not reach pydantic-monty: it would lose the REPL
                 raise RuntimeError(INTERRUPTED_CALL) from None
@@ -136,6 +143,38 @@ class SnippetDispatcher:
             else:
                 raise NameError(f"name '{py_name}' is not defined")
             return found.as_host_reply()
+        return await self._run_tool(entry, py_name, arguments)
+
+    def held_call(self, call_id: int, py_name: Any, args: Any, kwargs: Any) -> HeldCall | None:
+        """The call as a ``HeldCall`` when it must wait for a person's decision (a paused run
+        under ``ask``); ``None`` when it runs, or fails, as any other call does."""
+        if self.gate.open or self.gate.policy != "ask" or not isinstance(py_name, str):
+            return None
+        entry = self.catalog.get(py_name)
+        if entry is None or entry.host_function or not entry.tool.mutating or not isinstance(kwargs, dict):
+            return None
+        try:
+            arguments = validate_arguments(py_name, entry, args, kwargs)
+            json.dumps(arguments)  # what is held is stored with the paused snippet
+        except (TypeError, ValueError):
+            return None
+        return HeldCall(call_id, py_name, entry.tool.name, arguments)
+
+    async def run_held(self, call: HeldCall, approval: Approval) -> tuple[str, Any]:
+        """A held call, once a person decided: it runs, or raises ``PermissionError``."""
+
+        async def run() -> tuple[str, Any]:
+            self._count_suspension()
+            entry = self.catalog.get(call.function)
+            if entry is None:  # the wrapped server dropped the tool while the snippet waited
+                raise NameError(f"name '{call.function}' is not defined")
+            return await self._run_tool(entry, call.function, call.arguments, approval)
+
+        return await self._interruptible(run())
+
+    async def _run_tool(
+        self, entry: CatalogEntry, py_name: str, arguments: dict[str, Any], approval: Approval | None = None
+    ) -> tuple[str, Any]:
         if len(self.calls) >= self.limits.max_calls:
             raise RuntimeError(
                 f"nested tool call budget exceeded: at most {count(self.limits.max_calls)} per run_code"
@@ -152,7 +191,8 @@ class SnippetDispatcher:
         verbose = logger.isEnabledFor(logging.INFO)
         limit = TEXT_PREVIEW_CHARS if verbose else AUDIT_PREVIEW_CHARS
         if record.mutating and not self.gate.open:
-            approval = await self._approval(ApprovalRequest(record.tool, py_name, arguments))
+            if approval is None:
+                approval = await self._approval(ApprovalRequest(record.tool, py_name, arguments))
             if not approval.allowed:
                 record.refused = record.is_error = True
                 self.activity.call_finished(record, time.monotonic() - started)

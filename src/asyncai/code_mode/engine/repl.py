@@ -9,14 +9,14 @@ import contextlib
 import hashlib
 import logging
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pydantic_monty as pm
 
 from asyncai.activity import QUIET, Activity
-from asyncai.approvals.gate import Approver, MutationGate, MutationPolicy
+from asyncai.approvals.gate import Approval, Approver, MutationGate, MutationPolicy
 from asyncai.code_mode.catalog.entries import CatalogEntry, Finder
 from asyncai.code_mode.catalog.host_functions import HOST_FUNCTIONS
 from asyncai.code_mode.catalog.observed import ObservedShapes
@@ -30,6 +30,15 @@ from asyncai.code_mode.engine.contract import (
     hide_frames,
 )
 from asyncai.code_mode.engine.dispatch import SnippetDispatcher, refuse_os
+from asyncai.code_mode.engine.pausing import (
+    HeldCall,
+    Holder,
+    PausedSnippet,
+    SnippetHeld,
+    drive,
+    new_pause_id,
+    settled,
+)
 from asyncai.code_mode.engine.preamble import DISABLED_BUILTINS, HOST_CALL, INTERNAL_PREFIX, scope_preamble
 from asyncai.code_mode.engine.type_check import rejection, type_check_stubs
 from asyncai.code_mode.engine.variables import (
@@ -52,6 +61,11 @@ from asyncai.wording import setting
 
 STORE_TIMEOUT = 10.0
 """Seconds any state-store call may take before it counts as failed."""
+ABANDONED_PAUSE = (
+    "error: this approval is for a snippet that no longer waits: its REPL ran another snippet since, "
+    "or was reset. Nothing of it ran after the pause; run it again if it is still wanted."
+)
+NO_ANSWER = "no answer was given for it"
 RESTARTED_NOTE = "[the sandbox was restarted: variables from earlier run_code calls are gone]"
 INTERRUPT_GRACE_SECONDS = 1.0
 """How long an interrupted snippet may take to end once its tool calls failed, before it is
@@ -175,6 +189,8 @@ class ReplScope(ToolSource):
         """A snippet ran since the state was last saved."""
         self._stamp: str | None = None
         """The store's stamp of the state held here (``sync_state``)."""
+        self.paused_as: str | None = None
+        """The id of this REPL's snippet that waits for an approval (``run_pausing``), if any."""
 
     def tools(self) -> list[ToolDefinition]:
         return [self.setup.run_code]
@@ -235,6 +251,19 @@ class ReplScope(ToolSource):
         """Run one snippet; ``approver`` is asked about mutating calls under ``--mutations ask``."""
         if name != RUN_CODE:
             return ToolCallOutput.error(f"error: unknown tool {name!r}; the only tool is run_code")
+        result = await self._snippet(arguments, approver, pausing=False)
+        assert isinstance(result, ToolCallOutput)  # only a pausing run pauses
+        return result
+
+    async def run_pausing(self, arguments: dict[str, Any]) -> ToolCallOutput | PausedSnippet:
+        """Run one snippet in which a mutating call that needs a person's decision (``ask``)
+        pauses the snippet instead of waiting: the ``PausedSnippet`` then goes on in ``resume``.
+        Until then the REPL is as it was before the snippet, and a new run abandons the pause."""
+        return await self._snippet(arguments, None, pausing=True)
+
+    async def _snippet(
+        self, arguments: dict[str, Any], approver: Approver | None, *, pausing: bool
+    ) -> ToolCallOutput | PausedSnippet:
         code = arguments.get("code")
         if not isinstance(code, str):
             return ToolCallOutput.error('error: run_code needs {"code": "<python source>"}')
@@ -242,20 +271,15 @@ class ReplScope(ToolSource):
         self._changed = True
         try:
             async with self._lock:
+                self.paused_as = None  # a new snippet: a pause still waiting is abandoned
                 if arguments.get("restart") in (True, "true", "True", 1):
                     await self._reset()
-                gate = MutationGate(self.setup.mutations, approver or self.setup.approver)
-                dispatcher = SnippetDispatcher(
-                    self.setup.catalog,
-                    self.setup.inner,
-                    self.limits,
-                    gate,
-                    finder=self.setup.finder,
-                    activity=self.setup.activity,
-                    shapes=self.setup.shapes,
-                )
-                result = await self._run(code, dispatcher)
+                asking = None if pausing else approver or self.setup.approver
+                dispatcher = self._dispatcher(MutationGate(self.setup.mutations, asking))
+                result = await self._run(code, dispatcher, pausing=pausing)
                 await dispatcher.settle()
+                if isinstance(result, PausedSnippet):
+                    return result
                 text = result.text
                 if self._restarted and not arguments.get("restart"):
                     text = f"{RESTARTED_NOTE}\n{text}"
@@ -263,6 +287,41 @@ class ReplScope(ToolSource):
                 return ToolCallOutput(content=text, is_error=result.is_error, audit=dispatcher.audit())
         finally:
             self.setup.room.poke()
+
+    async def resume(
+        self, paused: PausedSnippet, approvals: Mapping[int, Approval]
+    ) -> ToolCallOutput | PausedSnippet:
+        """Go on with a paused snippet of this REPL: each held call runs if ``approvals`` allows it,
+        else raises ``PermissionError`` where it was called; the rest runs as ``run_pausing``."""
+        self.setup.room.touch(self)
+        self._changed = True
+        try:
+            async with self._lock:
+                if self.paused_as != paused.id:
+                    return ToolCallOutput.error(ABANDONED_PAUSE)
+                self.paused_as = None
+                dispatcher = self._dispatcher(MutationGate(self.setup.mutations))
+                dispatcher.calls = list(paused.calls)
+                dispatcher.suspensions = paused.suspensions
+                result = await self._resume(paused, approvals, dispatcher)
+                await dispatcher.settle()
+                if isinstance(result, PausedSnippet):
+                    return result
+                self._restarted = False
+                return ToolCallOutput(content=result.text, is_error=result.is_error, audit=dispatcher.audit())
+        finally:
+            self.setup.room.poke()
+
+    def _dispatcher(self, gate: MutationGate) -> SnippetDispatcher:
+        return SnippetDispatcher(
+            self.setup.catalog,
+            self.setup.inner,
+            self.limits,
+            gate,
+            finder=self.setup.finder,
+            activity=self.setup.activity,
+            shapes=self.setup.shapes,
+        )
 
     def _refusal(self, scan: SnippetScan) -> RunCodeText | None:
         """An error for a snippet that must not run, from what the scan found."""
@@ -288,14 +347,15 @@ class ReplScope(ToolSource):
             return RunCodeText(text, is_error=True)
         return None
 
-    async def _run(self, code: str, dispatcher: SnippetDispatcher) -> RunCodeText:
+    async def _run(
+        self, code: str, dispatcher: SnippetDispatcher, *, pausing: bool
+    ) -> RunCodeText | PausedSnippet:
         started = asyncio.get_running_loop().time()
         try:  # the scan counts against the wall clock: a huge snippet is scanned off the loop
             async with asyncio.timeout(self.limits.wall_timeout):
                 scan = await scan_snippet_off_loop(code, self.setup.catalog.keys())
         except TimeoutError:
             return self._format_error(self._wall_clock_text(ran=False, chars=len(code)))
-        bound = scan.bound
         refusal = self._refusal(scan)
         if refusal is not None:
             return refusal
@@ -303,20 +363,87 @@ class ReplScope(ToolSource):
             worker = await self._ensure_worker()
         except _StateLost as exc:
             return RunCodeText(f"error: could not start the sandbox: {exc}", is_error=True)
+        before = None
+        if pausing and not dispatcher.gate.open:
+            # What the REPL goes back to if the snippet pauses: a new run, or an expired pause.
+            with contextlib.suppress(Exception):
+                before = await worker.dump()
         capture = PrintCapture(self.limits.max_print_bytes)
+        fed = bind_last_value(code, scan.value_at)
+        snippet = _Snippet(scan.bound, scan.value_at is not None, before)
+        remaining = self.limits.wall_timeout - (asyncio.get_running_loop().time() - started)
+        return await self._supervise(
+            worker,
+            lambda: self._feed(worker, fed, dispatcher, capture, scan, pausing=pausing),
+            dispatcher,
+            capture,
+            remaining,
+            snippet,
+        )
+
+    async def _resume(
+        self, paused: PausedSnippet, approvals: Mapping[int, Approval], dispatcher: SnippetDispatcher
+    ) -> RunCodeText | PausedSnippet:
+        snippet = _Snippet(paused.bound, paused.kept_as_last_value, self._parked)
+        await self._reset_worker()
+        try:
+            worker = await self._checkout()
+        except _StateLost as exc:
+            return RunCodeText(f"error: could not start the sandbox: {exc}", is_error=True)
+        self._worker, self._parked = worker, None  # the snapshot is the REPL from here on
+        self._checked_version = -1
+        same = paused.preamble is not None and paused.preamble == self.setup.preamble()[1]
+        self._catalog_version = self.setup.catalog_version if same else -1
+        capture = PrintCapture(self.limits.max_print_bytes)
+        capture("stdout", paused.printed)
+        capture.dropped += paused.printed_dropped
+
+        async def start() -> Any:
+            snapshot = await worker.load_snapshot(
+                paused.snapshot,
+                external_lookup={HOST_CALL: dispatcher.call},
+                os=dispatcher.deny_os,
+                print_callback=capture,
+            )
+            if not isinstance(snapshot, pm.AsyncFutureSnapshot):
+                raise RuntimeError("the paused snippet did not load as one waiting for its calls")
+            outcomes = await asyncio.gather(
+                *(_decided(dispatcher, call, approvals.get(call.call_id)) for call in paused.held)
+            )
+            snapshot = await snapshot.resume(
+                {call.call_id: settled(outcome) for call, outcome in zip(paused.held, outcomes, strict=True)}
+            )
+            return await drive(snapshot, _holder(dispatcher), {})
+
+        remaining = self.limits.wall_timeout - paused.elapsed
+        return await self._supervise(worker, start, dispatcher, capture, remaining, snippet)
+
+    async def _supervise(
+        self,
+        worker: pm.AsyncMontySession,
+        start: Callable[[], Awaitable[Any]],
+        dispatcher: SnippetDispatcher,
+        capture: PrintCapture,
+        remaining: float,
+        snippet: _Snippet,
+    ) -> RunCodeText | PausedSnippet:
+        """Run a started snippet to its result under the wall clock, the worker watch and the
+        interrupt rules; ``SnippetHeld`` makes it a ``PausedSnippet``."""
+        bound = snippet.bound
         feed: asyncio.Future[Any] | None = None
+        clock_started = asyncio.get_running_loop().time()
         try:
             local = self.setup.sandbox.kind == "pool"  # a remote worker's pid is not ours to watch
             watch = _worker_watch(worker, dispatcher) if local else contextlib.nullcontext()
-            remaining = self.limits.wall_timeout - (asyncio.get_running_loop().time() - started)
             async with WallClock(max(remaining, 0.0)) as clock, watch:
                 dispatcher.clock = clock
-                feed = asyncio.ensure_future(
-                    self._feed(worker, bind_last_value(code, scan.value_at), dispatcher, capture, scan)
-                )
+                feed = asyncio.ensure_future(start())
                 # Shielded: a cancel that reached the feed would lose the REPL (pydantic-monty);
                 # a cancel from outside interrupts the snippet instead (``_interrupted``).
                 value = await asyncio.shield(feed)
+        except SnippetHeld as held:
+            ran = self.limits.wall_timeout - remaining + asyncio.get_running_loop().time() - clock_started
+            return await self._pause(held, worker, dispatcher, capture, snippet, ran)
         except TimeoutError:
             dispatcher.cancel_in_flight()
             await self._reset(discard=True)
@@ -354,8 +481,53 @@ class ReplScope(ToolSource):
         return format_outcome(
             SnippetOutcome(value=value, printed=capture.text, printed_truncated_bytes=capture.dropped),
             max_chars=self.limits.max_result_chars,
-            kept_as=LAST_VALUE if scan.value_at is not None else None,
+            kept_as=LAST_VALUE if snippet.kept_as_last_value else None,
         )
+
+    async def _pause(
+        self,
+        held: SnippetHeld,
+        worker: pm.AsyncMontySession,
+        dispatcher: SnippetDispatcher,
+        capture: PrintCapture,
+        snippet: _Snippet,
+        ran: float,
+    ) -> PausedSnippet | RunCodeText:
+        """The snippet waits for a person: its snapshot goes into a ``PausedSnippet`` and the worker
+        goes back; the REPL is the one from before the snippet until the pause is resumed."""
+        try:
+            snapshot = held.snapshot.dump()
+        except Exception as exc:  # a worker that died at the pause: nothing to resume
+            await self._reset(discard=True)
+            return self._format_error(
+                f"error: the sandbox worker failed while pausing the snippet: {_error_text(exc)}",
+                state_reset=True,
+                report=dispatcher.calls_report(),
+            )
+        self._worker = None
+        self.setup.room.leave(self)
+        await asyncio.shield(release(worker, discard=True))  # it is mid-feed: no other snippet can use it
+        self._parked = snippet.before
+        if snippet.before is None:
+            self._forget_variables()
+            self._restarted = True
+        current = self._catalog_version == self.setup.catalog_version
+        paused = PausedSnippet(
+            id=new_pause_id(),
+            snapshot=snapshot,
+            held=tuple(held.held.values()),
+            calls=tuple(dispatcher.calls),
+            suspensions=dispatcher.suspensions,
+            printed=capture.text,
+            printed_dropped=capture.dropped,
+            elapsed=ran,
+            bound=snippet.bound,
+            kept_as_last_value=snippet.kept_as_last_value,
+            preamble=self.setup.preamble()[1] if current else None,
+        )
+        self.paused_as = paused.id
+        log_event("code_mode.paused", pause=paused.id, held=[call.tool for call in paused.held])
+        return paused
 
     async def _interrupted(
         self, feed: asyncio.Future[Any] | None, dispatcher: SnippetDispatcher, bound: tuple[str, ...]
@@ -390,6 +562,8 @@ class ReplScope(ToolSource):
         dispatcher: SnippetDispatcher,
         capture: PrintCapture,
         scan: SnippetScan,
+        *,
+        pausing: bool = False,
     ) -> Any:
         # Only a snippet that names a catalog function can make a mistake the check is sure of.
         # Stubs are fixed at checkout: after a catalog change the scope's snippets run unchecked.
@@ -403,6 +577,15 @@ class ReplScope(ToolSource):
         self._checked_snippets += checked
 
         async def feed(check: bool) -> Any:
+            if pausing:
+                snapshot = await worker.feed_start(
+                    code,
+                    external_lookup={HOST_CALL: dispatcher.call},
+                    os=dispatcher.deny_os,
+                    print_callback=capture,
+                    skip_type_check=not check,
+                )
+                return await drive(snapshot, _holder(dispatcher), {})
             return await worker.feed_run(
                 code,
                 external_lookup={HOST_CALL: dispatcher.call},
@@ -463,20 +646,9 @@ class ReplScope(ToolSource):
             if self._catalog_version != self.setup.catalog_version:
                 await self._feed_new_wrappers(self._worker)
             return self._worker
-        room = self.setup.room
-        try:
-            await room.enter(self)
-        except NoWorker as exc:
-            raise _StateLost(str(exc)) from None
         version = self.setup.catalog_version  # the stubs below are made from this catalog
-        try:
-            worker = await self.setup.sandbox.checkout(self.setup.type_check_stubs())
-        except BaseException as exc:  # a cancel too: the reservation must not leak
-            room.abandon()
-            if not isinstance(exc, Exception):
-                raise
-            raise _StateLost(str(exc)) from None
-        room.entered(self)
+        worker = await self._checkout()
+        room = self.setup.room
         try:
             restored = await self._restore(worker)
             if not restored:
@@ -494,6 +666,23 @@ class ReplScope(ToolSource):
         self._checked_snippets = 0
         if self._catalog_version != self.setup.catalog_version:
             await self._feed_new_wrappers(worker)  # restored wrappers and helpers are replaced
+        return worker
+
+    async def _checkout(self) -> pm.AsyncMontySession:
+        """A worker of this scope's own, counted in the room; ``_StateLost`` when none can be had."""
+        room = self.setup.room
+        try:
+            await room.enter(self)
+        except NoWorker as exc:
+            raise _StateLost(str(exc)) from None
+        try:
+            worker = await self.setup.sandbox.checkout(self.setup.type_check_stubs())
+        except BaseException as exc:  # a cancel too: the reservation must not leak
+            room.abandon()
+            if not isinstance(exc, Exception):
+                raise
+            raise _StateLost(str(exc)) from None
+        room.entered(self)
         return worker
 
     async def _start(self, worker: pm.AsyncMontySession) -> None:
@@ -528,6 +717,7 @@ class ReplScope(ToolSource):
             log_event("state.discarded", logging.WARNING, session=key, reason=str(exc))
             return "discarded"
         self._parked, self._note, self._bound = saved.dump, saved.note, dict.fromkeys(saved.bound)
+        self.paused_as = saved.paused_as
         # The dump holds the saving process's helpers and wrappers: unless they are this process's
         # own, this process's replace them.
         same = saved.preamble is not None and saved.preamble == self.setup.preamble()[1]
@@ -602,7 +792,7 @@ class ReplScope(ToolSource):
                 else:
                     current = self._catalog_version == self.setup.catalog_version
                     preamble = self.setup.preamble()[1] if current else None
-                    saved = SavedScope(dump, self._note, tuple(self._bound), preamble)
+                    saved = SavedScope(dump, self._note, tuple(self._bound), preamble, self.paused_as)
                     self._stamp = await store.save(key, pack(saved))
         except Exception as exc:
             log_event("state.not_saved", logging.WARNING, session=key, reason=_describe(exc))
@@ -660,9 +850,17 @@ class ReplScope(ToolSource):
         self._variables = []
         self._note = None
 
+    async def _reset_worker(self) -> None:
+        """Give the worker back, keeping what is known of the REPL (a snapshot replaces its state)."""
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            self.setup.room.leave(self)
+            await release(worker, discard=True)
+
     async def _reset(self, *, discard: bool = False) -> None:
         worker, self._worker = self._worker, None
         self._parked = None
+        self.paused_as = None
         self._stamp = None  # nothing held here matches a save any more (``sync_state`` reloads)
         self._forget_variables()
         self.setup.room.leave(self)
@@ -707,6 +905,35 @@ async def _retrieve(feed: asyncio.Future[Any] | None) -> None:
     await asyncio.wait({feed}, timeout=INTERRUPT_GRACE_SECONDS)
     if feed.done() and not feed.cancelled():
         feed.exception()
+
+
+@dataclass(frozen=True)
+class _Snippet:
+    """What the end of a run needs to know of its snippet."""
+
+    bound: tuple[str, ...]
+    kept_as_last_value: bool
+    before: bytes | None = None
+    """The REPL's dump from before the snippet, for a run that may pause."""
+
+
+def _holder(dispatcher: SnippetDispatcher) -> Holder:
+    """Which of a pausing snippet's calls wait for a person: the dispatcher decides."""
+
+    def hold(snapshot: pm.AsyncFunctionSnapshot) -> HeldCall | None:
+        if snapshot.function_name != HOST_CALL or len(snapshot.args) != 3:
+            return None
+        return dispatcher.held_call(snapshot.call_id, *snapshot.args)
+
+    return hold
+
+
+async def _decided(dispatcher: SnippetDispatcher, call: HeldCall, approval: Approval | None) -> Any:
+    """A held call run (or refused) as decided: its host reply, or the exception it raises."""
+    try:
+        return await dispatcher.run_held(call, approval or Approval(False, NO_ANSWER))
+    except Exception as exc:
+        return exc
 
 
 def _discard_print(stream: str, text: str) -> None:
