@@ -168,10 +168,19 @@ async def test_ask_runs_what_the_user_allows_and_refuses_what_they_decline() -> 
 async def test_ask_without_a_way_to_ask_refuses_and_says_why() -> None:
     async with Client(stdio_client(stdio_params(*ASK)), mode="legacy") as client:  # no elicitation
         no_elicitation = await run_code(client, WRITE.format("a"))
-    async with Client(stdio_client(stdio_params(*ASK)), elicitation_callback=Person("yes")) as client:
-        stateless = await run_code(client, WRITE.format("a"))  # the 2026-07-28 protocol: no back-channel
+    async with Client(stdio_client(stdio_params(*ASK))) as client:  # 2026-07-28, no elicitation either
+        stateless = await run_code(client, WRITE.format("a"))
     assert "this MCP client cannot ask its user (no elicitation support)" in text(no_elicitation)
-    assert "this connection cannot carry the question" in text(stateless)
+    assert "this MCP client cannot ask its user (no elicitation support)" in text(stateless)
+
+
+async def test_ask_under_the_stateless_protocol_pauses_the_snippet_for_the_answer() -> None:
+    person = Person("yes")
+    async with Client(stdio_client(stdio_params(*ASK)), elicitation_callback=person) as client:
+        assert client.protocol_version == "2026-07-28"  # no back-channel: input_required and a retry
+        allowed = await run_code(client, WRITE.format("a"))
+    assert json.loads(text(allowed).split("\n\n")[0]) == {"stored": "a"}
+    assert person.questions == ["asyncai: a run_code snippet wants to call write_note(text='a'). Allow it?"]
 
 
 async def test_waiting_for_the_person_does_not_count_against_the_wall_clock() -> None:

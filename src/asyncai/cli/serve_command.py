@@ -54,6 +54,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     group.add_argument(
         "--session-idle", type=float, metavar="SECONDS", help="close an idle client session's REPL (1800)"
     )
+    group.add_argument(
+        "--approval-wait",
+        type=float,
+        metavar="SECONDS",
+        help="how long a snippet waits for the answer about a mutating call under --mutations ask (600)",
+    )
     shared = parser.add_argument_group("several instances behind a load balancer (--http)")
     shared.add_argument(
         "--state-store",
@@ -136,6 +142,7 @@ def shared_store_url(settings: Settings, http: bool) -> str | None:
 async def run(settings: Settings) -> int:
     # The MCP server side (mcp.server, starlette, uvicorn) loads only when serve-mcp runs.
     from asyncai.serve import BindError, CodeModeServer, check_bind, listen, serve_http, serve_stdio
+    from asyncai.serve.approval import APPROVAL_TIMEOUT
     from asyncai.serve.client_asking import ServeClients
     from asyncai.serve.http import MCP_PATH
 
@@ -166,6 +173,7 @@ async def run(settings: Settings) -> int:
                 handle_ttl=settings.number("state_ttl", DEFAULT_STATE_TTL),
                 expose_direct=settings.switch("expose_direct"),
                 idle_timeout=settings.number("session_idle", 1800.0),
+                approval_timeout=settings.number("approval_wait", APPROVAL_TIMEOUT),
                 version=asyncai_version(),
                 shared=shared,
             )

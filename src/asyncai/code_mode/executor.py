@@ -76,6 +76,11 @@ class CodeMode(ToolSource):
         self._listeners: list[ToolsChangedListener] = []
         inner.on_tools_changed(self._inner_tools_changed)
 
+    @property
+    def mutations(self) -> MutationPolicy:
+        """What a nested call to a tool that may change the world needs."""
+        return self._setup.mutations
+
     def on_tools_changed(self, listener: ToolsChangedListener) -> None:
         self._listeners.append(listener)
 

@@ -21,8 +21,9 @@ ALLOW_SCHEMA: dict[str, Any] = {
 
 
 class ElicitationApprover:
-    """Asks the client of one request; a client without elicitation, or a connection that cannot
-    carry a server request (the stateless 2026-07-28 protocol), gets a refusal saying so."""
+    """Asks the client of one request; a client without elicitation gets a refusal saying so. (Under
+    the stateless protocol, where a request cannot carry a question, the snippet pauses instead:
+    ``CodeModeServer._pausing``.)"""
 
     def __init__(
         self, session: ServerSession, request_id: mt.RequestId | None, timeout: float = APPROVAL_TIMEOUT
@@ -32,25 +33,35 @@ class ElicitationApprover:
         self.timeout = timeout
 
     async def approve(self, request: ApprovalRequest) -> Approval:
-        capabilities = self.session.client_capabilities
-        if capabilities is None or capabilities.elicitation is None:
+        if not can_elicit(self.session):
             return Approval(
                 False, f"{NEEDS_APPROVAL} and this MCP client cannot ask its user (no elicitation support)"
             )
-        if not self.session.can_send_request:
-            return Approval(
-                False, f"{NEEDS_APPROVAL} and this connection cannot carry the question (stateless protocol)"
-            )
-        message = f"asyncai: a run_code snippet wants to call {request.call_text()}. Allow it?"
         try:
             answer = await asyncio.wait_for(
-                self.session.elicit_form(message, ALLOW_SCHEMA, related_request_id=self.request_id),
+                self.session.elicit_form(question(request), ALLOW_SCHEMA, related_request_id=self.request_id),
                 self.timeout,
             )
         except TimeoutError:
             return Approval(False, f"no answer from the user within {seconds(self.timeout)}")
-        if answer.action != "accept":
-            return Approval(False, f"the user {'declined' if answer.action == 'decline' else 'cancelled'} it")
-        if (answer.content or {}).get("allow") is False:
-            return Approval(False, "the user did not allow it")
-        return Approval(True)
+        return decision(answer)
+
+
+def question(request: ApprovalRequest) -> str:
+    """What the person is asked about one call (the form is ``ALLOW_SCHEMA``)."""
+    return f"asyncai: a run_code snippet wants to call {request.call_text()}. Allow it?"
+
+
+def decision(answer: mt.ElicitResult) -> Approval:
+    """The person's answer to ``question`` as an approval: only an accepted form that allows it runs."""
+    if answer.action != "accept":
+        return Approval(False, f"the user {'declined' if answer.action == 'decline' else 'cancelled'} it")
+    if (answer.content or {}).get("allow") is False:
+        return Approval(False, "the user did not allow it")
+    return Approval(True)
+
+
+def can_elicit(session: ServerSession) -> bool:
+    """Whether the client said it can put a form to its user."""
+    capabilities = session.client_capabilities
+    return capabilities is not None and capabilities.elicitation is not None

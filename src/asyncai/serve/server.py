@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import mcp.types as mt
@@ -28,11 +31,21 @@ from mcp.server.stdio import stdio_server
 
 from asyncai.code_mode import CodeMode
 from asyncai.code_mode.catalog.stubs import RUN_CODE
+from asyncai.code_mode.engine.pausing import PausedSnippet
+from asyncai.code_mode.engine.repl import ReplScope
 from asyncai.code_mode.scopes import ReplScopes
 from asyncai.log import log_event
-from asyncai.serve.approval import ElicitationApprover
+from asyncai.serve.approval import (
+    ALLOW_SCHEMA,
+    APPROVAL_TIMEOUT,
+    ElicitationApprover,
+    can_elicit,
+    decision,
+    question,
+)
 from asyncai.serve.client_asking import ServeClients
 from asyncai.serve.handles import SCOPE_PREFIX, HandleCheck, ReplHandles, caller_identity
+from asyncai.serve.pauses import PausedSnippets, RequestStateSealing
 from asyncai.serve.shared import SessionBusy, SharedSessions, state_key
 from asyncai.tools.mcp.results import mcp_result, mcp_tool
 from asyncai.tools.types import ToolCallOutput
@@ -99,6 +112,15 @@ INSTRUCTIONS = (
 )
 
 
+PAUSE_GONE = (
+    "this approval has expired or was answered already: nothing of the paused snippet ran after its "
+    "pause; run it again if it is still wanted"
+)
+PAUSE_NOT_STORED = "the snippet paused for an approval, but the pause could not be stored; run it again"
+ScopeRun = Callable[[ReplScope], Awaitable[ToolCallOutput | PausedSnippet]]
+"""What a request does with its REPL: run a snippet, or resume a paused one."""
+
+
 def session_key(ctx: ServerRequestContext[Any, Any]) -> str | None:
     """Whose REPL a request uses: the stdio connection, an HTTP ``Mcp-Session-Id``, or nobody's."""
     request = ctx.request
@@ -139,10 +161,15 @@ class CodeModeServer:
         shared: SharedSessions | None = None,
         clients: ServeClients | None = None,
         handle_ttl: float = DEFAULT_HANDLE_TTL,
+        approval_timeout: float = APPROVAL_TIMEOUT,
     ) -> None:
+        self.approval_timeout = approval_timeout
+        """How long a question about a mutating call waits: asked in the request, or paused."""
         self.executor = executor
         self.handles = ReplHandles(handle_ttl, shared)
         """The REPL handles minted for stateless (2026-07-28) callers."""
+        self.pauses = PausedSnippets(approval_timeout, shared)
+        """Snippets paused for an approval (``input_required``), until the client's retry."""
         self.clients = clients or ServeClients()
         """Where a wrapped server's questions go: the client whose snippet asked."""
         self.shared = shared
@@ -162,6 +189,10 @@ class CodeModeServer:
             instructions=INSTRUCTIONS,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+        )
+        # The request state of a paused snippet is sealed, bound to its caller, and checked on retry.
+        self.server.middleware.append(
+            RequestStateSealing(self.pauses, lambda ctx: caller_identity(_authorization(ctx)))
         )
 
     def initialization_options(self) -> Any:
@@ -210,26 +241,30 @@ class CodeModeServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
-    ) -> mt.CallToolResult:
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
         arguments = dict(params.arguments or {})
         if params.name == RUN_CODE:
-            return await self._run_code(ctx, arguments)
+            with self.clients.serving(ctx.session, ctx.request_id):
+                if params.request_state is not None:  # the retry that answers a paused snippet
+                    return await self._resume(ctx, params.request_state, params.input_responses or {})
+                return await self._run_code_for(ctx, arguments)
         if self.expose_direct and params.name in {tool.name for tool in self.executor.inner.tools()}:
             return mcp_result(await self.executor.inner.call_tool(params.name, arguments))
         names = ", ".join(tool.name for tool in self.tools())
         # The spec's answer to a tool that does not exist is a protocol error, not a tool result.
         raise MCPError(mt.INVALID_PARAMS, f"unknown tool {params.name!r}; the tools are {names}")
 
-    async def _run_code(
-        self, ctx: ServerRequestContext[Any, Any], arguments: dict[str, Any]
-    ) -> mt.CallToolResult:
-        with self.clients.serving(ctx.session, ctx.request_id):
-            return await self._run_code_for(ctx, arguments)
+    def _pausing(self, ctx: ServerRequestContext[Any, Any]) -> bool:
+        """Whether a mutating call that needs approval pauses the snippet (``input_required``)
+        rather than asking: under ``ask``, when the connection cannot carry a question (the
+        stateless protocol) but the client can put one to its user."""
+        session = ctx.session
+        return self.executor.mutations == "ask" and not session.can_send_request and can_elicit(session)
 
     async def _run_code_for(
         self, ctx: ServerRequestContext[Any, Any], arguments: dict[str, Any]
-    ) -> mt.CallToolResult:
-        approver = ElicitationApprover(ctx.session, ctx.request_id)
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
+        approver = ElicitationApprover(ctx.session, ctx.request_id, self.approval_timeout)
         key = self._remember(ctx)
         given = arguments.pop(REPL_ARGUMENT, None)
         handle: str | None = None
@@ -241,14 +276,73 @@ class CodeModeServer:
                 return mt.CallToolResult(content=[mt.TextContent(type="text", text=refusal)], is_error=True)
             assert handle is not None
             key = SCOPE_PREFIX + handle
-        if self.shared is not None and key.startswith((HTTP_PREFIX, SCOPE_PREFIX)):
-            output, note = await self._run_shared(key, arguments, approver)
+        if self._pausing(ctx):
+
+            async def run(scope: ReplScope) -> ToolCallOutput | PausedSnippet:
+                abandoned = scope.paused_as
+                outcome = await scope.run_pausing(arguments)
+                if abandoned is not None:  # the model went on without answering: its pause goes
+                    await self.pauses.discard(abandoned)
+                return outcome
+
         else:
-            async with self.scopes.use(key) as use:
-                output = await use.scope.call_tool(RUN_CODE, arguments, approver=approver)
-            note = self.scopes.note_if_changed(key, use.scope.context_note())
+
+            async def run(scope: ReplScope) -> ToolCallOutput | PausedSnippet:
+                return await scope.call_tool(RUN_CODE, arguments, approver=approver)
+
+        output, note = await self._run_in(key, run)
+        return await self._answer(key, owner, output, note, handle, handle_note)
+
+    async def _resume(
+        self, ctx: ServerRequestContext[Any, Any], pause_id: str, responses: mt.InputResponses
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
+        """Go on with the paused snippet the (sealed, verified) request state names: its held calls
+        run if the person allowed them, on whichever instance this retry reached."""
+        owner = caller_identity(_authorization(ctx))
+        paused = await self.pauses.take(pause_id)
+        if paused is None or not secrets.compare_digest(paused.owner, owner):
+            text = f"error: {PAUSE_GONE}"
+            return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)], is_error=True)
+        approvals = {}
+        for call in paused.held:
+            answer = responses.get(_answer_key(call.call_id))
+            if isinstance(answer, mt.ElicitResult):
+                approvals[call.call_id] = decision(answer)
+        log_event("serve.resumed", pause=paused.id, allowed=sum(a.allowed for a in approvals.values()))
+        key = paused.repl
+        handle = key.removeprefix(SCOPE_PREFIX) if key.startswith(SCOPE_PREFIX) else None
+        output, note = await self._run_in(key, lambda scope: scope.resume(paused, approvals))
+        return await self._answer(key, owner, output, note, handle, None)
+
+    async def _answer(
+        self,
+        key: str,
+        owner: str,
+        output: ToolCallOutput | PausedSnippet,
+        note: str | None,
+        handle: str | None,
+        handle_note: str | None,
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
+        """The result of a run: the snippet's, or the question a paused snippet waits on."""
         if handle is not None:
             await self.handles.touch(handle, owner)
+        if isinstance(output, PausedSnippet):
+            paused = replace(output, owner=owner, repl=key)
+            if not await self.pauses.save(paused):
+                text = f"error: {PAUSE_NOT_STORED}"
+                return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)], is_error=True)
+            log_event("serve.paused", session=key, pause=paused.id, held=len(paused.held))
+            return mt.InputRequiredResult(
+                input_requests={
+                    _answer_key(call.call_id): mt.ElicitRequest(
+                        params=mt.ElicitRequestFormParams(
+                            message=question(call.request()), requested_schema=ALLOW_SCHEMA
+                        )
+                    )
+                    for call in paused.held
+                },
+                request_state=paused.id,
+            )
         audit = (output.audit or {}).get("nested_calls", [])
         log_event("serve.run_code", session=key, is_error=output.is_error, nested_calls=len(audit))
         # The value on its own first, so a program can parse it; the note, when it changed, after.
@@ -294,9 +388,15 @@ class CodeModeServer:
             return await self.handles.mint(owner), note, None
         return await self.handles.mint(owner), None, None
 
-    async def _run_shared(
-        self, key: str, arguments: dict[str, Any], approver: ElicitationApprover
-    ) -> tuple[ToolCallOutput, str | None]:
+    async def _run_in(self, key: str, run: ScopeRun) -> tuple[ToolCallOutput | PausedSnippet, str | None]:
+        """``run`` on the REPL ``key`` names, and the variables note if it changed."""
+        if self.shared is not None and key.startswith((HTTP_PREFIX, SCOPE_PREFIX)):
+            return await self._run_shared(key, run)
+        async with self.scopes.use(key) as use:
+            output = await run(use.scope)
+        return output, self.scopes.note_if_changed(key, use.scope.context_note())
+
+    async def _run_shared(self, key: str, run: ScopeRun) -> tuple[ToolCallOutput | PausedSnippet, str | None]:
         """A run of a REPL shared through Redis (``serve.shared``), a session's or a handle's: runs
         of it on this instance queue here; then, under its lease, take up the REPL another
         instance saved since, run, and save it for the next instance."""
@@ -311,12 +411,17 @@ class CodeModeServer:
                     saved_as = state_key(shared_id) if lease.held else None
                     usable = lambda: not lease.lost  # noqa: E731 (read when the run ends)
                     async with self.scopes.use(key, saved_as=saved_as, shared=True, may_save=usable) as use:
-                        output = await use.scope.call_tool(RUN_CODE, arguments, approver=approver)
+                        output = await run(use.scope)
                     if saved_as is not None and not lease.lost and key.startswith(HTTP_PREFIX):
                         await self.shared.touch(shared_id)
             except SessionBusy as exc:
                 return ToolCallOutput.error(f"error: {exc}"), None
         return output, self.scopes.note_if_changed(key, use.scope.context_note())
+
+
+def _answer_key(call_id: int) -> str:
+    """The input request asking about one held call (the client answers under the same key)."""
+    return f"approve-{call_id}"
 
 
 def _authorization(ctx: ServerRequestContext[Any, Any]) -> str | None:
