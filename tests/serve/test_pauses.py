@@ -95,7 +95,7 @@ async def test_a_replayed_or_forged_request_state_is_refused(asking: HttpServe) 
         [(key, request)] = (first.input_requests or {}).items()
         assert isinstance(request, mt.ElicitRequest) and "write_note(text='c')" in request.params.message
         assert "pause-" not in first.request_state  # sealed: the client cannot read the pause's id
-        answer = {key: mt.ElicitResult(action="accept", content={"allow": True})}
+        answer: mt.InputResponses = {key: mt.ElicitResult(action="accept", content={"allow": True})}
         done = await session.session.call_tool(
             "run_code", arguments, input_responses=answer, request_state=first.request_state
         )
@@ -157,10 +157,11 @@ async def test_a_pause_nobody_answers_expires_and_its_retry_says_so(tmp_path: Pa
             assert watcher.ttl(stored) <= 1
             _wait_until_gone(watcher, stored)
             [(key, _)] = (first.input_requests or {}).items()
+            answer: mt.InputResponses = {key: mt.ElicitResult(action="accept", content={"allow": True})}
             late = await session.session.call_tool(
                 "run_code",
                 arguments,
-                input_responses={key: mt.ElicitResult(action="accept", content={"allow": True})},
+                input_responses=answer,
                 request_state=first.request_state,
             )
             check = await session.call_tool("run_code", {"code": "1"})
@@ -169,7 +170,7 @@ async def test_a_pause_nobody_answers_expires_and_its_retry_says_so(tmp_path: Pa
     assert not any('"stored": "f"' in line for line in served.stderr_lines)
 
 
-def _wait_until_gone(client: redis.Redis, key: bytes, deadline: float = 10.0) -> None:
+def _wait_until_gone(client: redis.Redis, key: bytes | str, deadline: float = 10.0) -> None:
     """Redis expires the key by itself; block until it has (a blocking wait on a keyspace event)."""
     client.config_set("notify-keyspace-events", "Ex")
     pubsub = client.pubsub()
