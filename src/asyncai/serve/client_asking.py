@@ -1,7 +1,9 @@
 """What a wrapped server asks, handed on to serve-mcp's own client: its elicitation (a form or a
 URL) goes to the client's user, its sampling to the client's model.
 
-The question goes to the client whose ``run_code`` made the call that asked. Requests under the
+The question goes to the client whose ``run_code`` made the call that asked: as a request of its
+own, or, when the client's connection cannot carry one (the stateless protocol), as the
+``input_required`` answer of its ``run_code`` while the snippet waits (``serve.live``). Requests under the
 2026-07-28 protocol carry that in their context; a server of the 2025 era asks on its connection's
 receive loop, which knows no caller, so the question goes to the one client running a snippet, and
 is declined when several are (never to the wrong client).
@@ -24,6 +26,7 @@ from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from asyncai.humanize import seconds
+from asyncai.serve.live import LiveRun
 from asyncai.tools.mcp.asking import FormAnswer, Sample, SampleRequest
 
 QUESTION_TIMEOUT = 600.0
@@ -33,6 +36,8 @@ QUESTION_TIMEOUT = 600.0
 class _Caller:
     session: ServerSession
     request_id: mt.RequestId | None
+    live: LiveRun | None = None
+    """Where a stateless caller's questions go (``input_required``, see ``serve.live``)."""
 
 
 _caller: ContextVar[_Caller | None] = ContextVar("asyncai_serve_caller", default=None)
@@ -47,9 +52,12 @@ class ServeClients:
         self._numbers = itertools.count()
 
     @contextlib.contextmanager
-    def serving(self, session: ServerSession, request_id: mt.RequestId | None) -> Iterator[None]:
-        """While a ``run_code`` of this client runs, its calls' questions go to it."""
-        caller = _Caller(session, request_id)
+    def serving(
+        self, session: ServerSession, request_id: mt.RequestId | None, live: LiveRun | None = None
+    ) -> Iterator[None]:
+        """While a ``run_code`` of this client runs, its calls' questions go to it: as requests of
+        their own, or through ``live`` when its connection cannot carry them."""
+        caller = _Caller(session, request_id, live)
         number = next(self._numbers)
         self._active[number] = caller
         token = _caller.set(caller)
@@ -67,7 +75,7 @@ class ServeClients:
         return active[0] if len(active) == 1 else None
 
     def _can_ask(self, caller: _Caller | None, capability: str) -> bool:
-        if caller is None or not caller.session.can_send_request:
+        if caller is None or (caller.live is None and not caller.session.can_send_request):
             return False
         capabilities = caller.session.client_capabilities
         return capabilities is not None and getattr(capabilities, capability) is not None
@@ -77,6 +85,9 @@ class ServeClients:
         if not self._can_ask(caller, "elicitation"):
             return FormAnswer("decline")
         assert caller is not None
+        if caller.live is not None:
+            form = mt.ElicitRequestFormParams(message=message, requested_schema=schema)
+            return _form_answer(await self._within(caller.live.ask(mt.ElicitRequest(params=form))))
         answer = await self._within(
             caller.session.elicit_form(message, schema, related_request_id=caller.request_id)
         )
@@ -87,10 +98,12 @@ class ServeClients:
         if not self._can_ask(caller, "elicitation"):
             return FormAnswer("decline")
         assert caller is not None
+        elicitation_id = elicitation_id or uuid.uuid4().hex
+        if caller.live is not None:
+            visit = mt.ElicitRequestURLParams(message=message, url=url, elicitation_id=elicitation_id)
+            return _form_answer(await self._within(caller.live.ask(mt.ElicitRequest(params=visit))))
         answer = await self._within(
-            caller.session.elicit_url(
-                message, url, elicitation_id or uuid.uuid4().hex, related_request_id=caller.request_id
-            )
+            caller.session.elicit_url(message, url, elicitation_id, related_request_id=caller.request_id)
         )
         return FormAnswer(answer.action, answer.content)
 
@@ -106,16 +119,29 @@ class ServeClients:
             mt.SamplingMessage(role=role, content=mt.TextContent(type="text", text=text))  # type: ignore[arg-type]
             for role, text in request.messages
         ]
-        with warnings.catch_warnings():  # sampling is deprecated in 2026-07-28; 2025-era clients use it
-            warnings.simplefilter("ignore", MCPDeprecationWarning)
-            question = caller.session.create_message(
-                messages,
+        if caller.live is not None:
+            params = mt.CreateMessageRequestParams(
+                messages=messages,
                 max_tokens=request.max_tokens,
                 system_prompt=request.system,
                 temperature=request.temperature,
-                related_request_id=caller.request_id,
             )
-        result = await self._within(question)
+            result = await self._within(caller.live.ask(mt.CreateMessageRequest(params=params)))
+            if not isinstance(result, mt.CreateMessageResult | mt.CreateMessageResultWithTools):
+                raise RuntimeError(
+                    "the MCP client of serve-mcp answered the sampling request with no message"
+                )
+        else:
+            with warnings.catch_warnings():  # sampling is deprecated in 2026-07-28; 2025-era clients use it
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                question = caller.session.create_message(
+                    messages,
+                    max_tokens=request.max_tokens,
+                    system_prompt=request.system,
+                    temperature=request.temperature,
+                    related_request_id=caller.request_id,
+                )
+            result = await self._within(question)
         blocks = result.content if isinstance(result.content, list) else [result.content]
         text = "\n".join(block.text for block in blocks if isinstance(block, mt.TextContent))
         return Sample(text=text, model=result.model, stop_reason=result.stop_reason or "endTurn")
@@ -125,3 +151,10 @@ class ServeClients:
             return await asyncio.wait_for(question, self.timeout)
         except TimeoutError:
             raise TimeoutError(f"no answer from the client within {seconds(self.timeout)}") from None
+
+
+def _form_answer(answer: mt.InputResponse) -> FormAnswer:
+    """The client's answer to an elicitation; anything else counts as declined."""
+    if not isinstance(answer, mt.ElicitResult):
+        return FormAnswer("decline")
+    return FormAnswer(answer.action, answer.content)

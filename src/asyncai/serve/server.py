@@ -45,6 +45,7 @@ from asyncai.serve.approval import (
 )
 from asyncai.serve.client_asking import ServeClients
 from asyncai.serve.handles import SCOPE_PREFIX, HandleCheck, ReplHandles, caller_identity
+from asyncai.serve.live import LiveRun, LiveRuns, looks_like_live_id
 from asyncai.serve.pauses import PausedSnippets, RequestStateSealing
 from asyncai.serve.shared import SessionBusy, SharedSessions, state_key
 from asyncai.tools.mcp.results import mcp_result, mcp_tool
@@ -116,6 +117,10 @@ PAUSE_GONE = (
     "this approval has expired or was answered already: nothing of the paused snippet ran after its "
     "pause; run it again if it is still wanted"
 )
+LIVE_GONE = (
+    "these answers are for a snippet this instance does not run: it finished and its result was "
+    "collected, its question expired, or it runs on another serve-mcp instance"
+)
 PAUSE_NOT_STORED = "the snippet paused for an approval, but the pause could not be stored; run it again"
 ScopeRun = Callable[[ReplScope], Awaitable[ToolCallOutput | PausedSnippet]]
 """What a request does with its REPL: run a snippet, or resume a paused one."""
@@ -169,6 +174,8 @@ class CodeModeServer:
         self.handles = ReplHandles(handle_ttl, shared)
         """The REPL handles minted for stateless (2026-07-28) callers."""
         self.pauses = PausedSnippets(approval_timeout, shared)
+        self.live = LiveRuns(approval_timeout)
+        """Stateless callers' runs that wait on a question a wrapped server asked (``serve.live``)."""
         """Snippets paused for an approval (``input_required``), until the client's retry."""
         self.clients = clients or ServeClients()
         """Where a wrapped server's questions go: the client whose snippet asked."""
@@ -244,15 +251,49 @@ class CodeModeServer:
     ) -> mt.CallToolResult | mt.InputRequiredResult:
         arguments = dict(params.arguments or {})
         if params.name == RUN_CODE:
-            with self.clients.serving(ctx.session, ctx.request_id):
-                if params.request_state is not None:  # the retry that answers a paused snippet
-                    return await self._resume(ctx, params.request_state, params.input_responses or {})
-                return await self._run_code_for(ctx, arguments)
+            responses = params.input_responses or {}
+            if ctx.session.can_send_request:  # questions go to the client as requests of their own
+                with self.clients.serving(ctx.session, ctx.request_id):
+                    return await self._run_code_for(ctx, arguments)
+            owner = caller_identity(_authorization(ctx))
+            state = params.request_state
+            if state is not None and looks_like_live_id(state):  # answers to a running snippet
+                live = self.live.get(state, owner)
+                if live is None:
+                    return _error(LIVE_GONE)
+                live.answer(responses)
+                return await self.live.follow(live)
+            if state is not None:  # the retry that answers a paused snippet
+
+                def work() -> Awaitable[mt.CallToolResult | mt.InputRequiredResult]:
+                    return self._resume(ctx, state, responses)
+
+            else:
+
+                def work() -> Awaitable[mt.CallToolResult | mt.InputRequiredResult]:
+                    return self._run_code_for(ctx, arguments)
+
+            return await self._follow_live(ctx, owner, work)
         if self.expose_direct and params.name in {tool.name for tool in self.executor.inner.tools()}:
             return mcp_result(await self.executor.inner.call_tool(params.name, arguments))
         names = ", ".join(tool.name for tool in self.tools())
         # The spec's answer to a tool that does not exist is a protocol error, not a tool result.
         raise MCPError(mt.INVALID_PARAMS, f"unknown tool {params.name!r}; the tools are {names}")
+
+    async def _follow_live(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        owner: str,
+        work: Callable[[], Awaitable[mt.CallToolResult | mt.InputRequiredResult]],
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
+        """A stateless caller's run, which goes on while a question a wrapped server asked waits
+        for the client's retry (``serve.live``)."""
+
+        async def serving(live: LiveRun) -> mt.CallToolResult | mt.InputRequiredResult:
+            with self.clients.serving(ctx.session, ctx.request_id, live=live):
+                return await work()
+
+        return await self.live.follow(self.live.start(owner, serving))
 
     def _pausing(self, ctx: ServerRequestContext[Any, Any]) -> bool:
         """Whether a mutating call that needs approval pauses the snippet (``input_required``)
@@ -301,8 +342,7 @@ class CodeModeServer:
         owner = caller_identity(_authorization(ctx))
         paused = await self.pauses.take(pause_id)
         if paused is None or not secrets.compare_digest(paused.owner, owner):
-            text = f"error: {PAUSE_GONE}"
-            return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)], is_error=True)
+            return _error(PAUSE_GONE)
         approvals = {}
         for call in paused.held:
             answer = responses.get(_answer_key(call.call_id))
@@ -329,8 +369,7 @@ class CodeModeServer:
         if isinstance(output, PausedSnippet):
             paused = replace(output, owner=owner, repl=key)
             if not await self.pauses.save(paused):
-                text = f"error: {PAUSE_NOT_STORED}"
-                return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)], is_error=True)
+                return _error(PAUSE_NOT_STORED)
             log_event("serve.paused", session=key, pause=paused.id, held=len(paused.held))
             return mt.InputRequiredResult(
                 input_requests={
@@ -417,6 +456,10 @@ class CodeModeServer:
             except SessionBusy as exc:
                 return ToolCallOutput.error(f"error: {exc}"), None
         return output, self.scopes.note_if_changed(key, use.scope.context_note())
+
+
+def _error(text: str) -> mt.CallToolResult:
+    return mt.CallToolResult(content=[mt.TextContent(type="text", text=f"error: {text}")], is_error=True)
 
 
 def _answer_key(call_id: int) -> str:

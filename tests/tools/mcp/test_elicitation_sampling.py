@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import mcp.types as mt
@@ -110,6 +110,7 @@ class Served:
     results: dict[str, mt.CallToolResult] = field(default_factory=dict)
     forms: list[mt.ElicitRequestParams] = field(default_factory=list)
     samplings: list[mt.CreateMessageRequestParams] = field(default_factory=list)
+    protocol: str = ""
 
 
 def value_of(output: str) -> Any:
@@ -242,7 +243,8 @@ def chat_at_the_terminal(everything: str, home: Path) -> Outcome:
     return outcome
 
 
-def serve_mcp(everything: str, home: Path) -> Served:
+def serve_mcp(everything: str, home: Path, mode: Literal["legacy", "auto"] = "legacy") -> Served:
+    """A 2025-era client: the questions reach it as requests of their own."""
     served = Served(home)
 
     async def elicit(context: Any, params: mt.ElicitRequestParams) -> mt.ElicitResult:
@@ -264,13 +266,20 @@ def serve_mcp(everything: str, home: Path) -> Served:
         params = stdio_params("--mcp-stdio", everything).model_copy(update={"cwd": str(home / "project")})
         with anyio.fail_after(WAIT):
             async with Client(
-                stdio_client(params), mode="legacy", elicitation_callback=elicit, sampling_callback=sample
+                stdio_client(params), mode=mode, elicitation_callback=elicit, sampling_callback=sample
             ) as client:
+                served.protocol = client.protocol_version
                 for name, code in snippets.items():
                     served.results[name] = await client.call_tool("run_code", {"code": code})
 
     anyio.run(session)
     return served
+
+
+def serve_mcp_stateless(everything: str, home: Path) -> Served:
+    """A 2026-07-28 client: a request cannot carry a question, so each comes back as the
+    ``input_required`` answer of ``run_code`` while the snippet waits, and the retry answers it."""
+    return serve_mcp(everything, home, mode="auto")
 
 
 SCENARIOS: dict[str, Callable[[str, Path], Any]] = {
@@ -282,6 +291,7 @@ SCENARIOS: dict[str, Callable[[str, Path], Any]] = {
         agent_sampling_allowed,
         chat_at_the_terminal,
         serve_mcp,
+        serve_mcp_stateless,
     )
 }
 
@@ -423,8 +433,12 @@ def test_the_chat_asks_the_person_at_the_terminal(runs: dict[str, Future[Any]]) 
 # -- serve-mcp ------------------------------------------------------------------------------------
 
 
-def test_serve_mcp_hands_the_questions_to_its_client(runs: dict[str, Future[Any]]) -> None:
-    served: Served = runs[serve_mcp.__name__].result(timeout=WAIT)
+@pytest.mark.parametrize("scenario", [serve_mcp, serve_mcp_stateless], ids=["2025", "2026-stateless"])
+def test_serve_mcp_hands_the_questions_to_its_client(
+    runs: dict[str, Future[Any]], scenario: Callable[[str, Path], Served]
+) -> None:
+    served: Served = runs[scenario.__name__].result(timeout=WAIT)
+    assert served.protocol == ("2026-07-28" if scenario is serve_mcp_stateless else "2025-11-25")
 
     [form] = served.forms
     assert isinstance(form, mt.ElicitRequestFormParams)
