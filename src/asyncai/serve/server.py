@@ -251,47 +251,36 @@ class CodeModeServer:
     ) -> mt.CallToolResult | mt.InputRequiredResult:
         arguments = dict(params.arguments or {})
         if params.name == RUN_CODE:
-            responses = params.input_responses or {}
             if ctx.session.can_send_request:  # questions go to the client as requests of their own
                 with self.clients.serving(ctx.session, ctx.request_id):
                     return await self._run_code_for(ctx, arguments)
-            owner = caller_identity(_authorization(ctx))
-            state = params.request_state
-            if state is not None and looks_like_live_id(state):  # answers to a running snippet
-                live = self.live.get(state, owner)
-                if live is None:
-                    return _error(LIVE_GONE)
-                live.answer(responses)
-                return await self.live.follow(live)
-            if state is not None:  # the retry that answers a paused snippet
-
-                def work() -> Awaitable[mt.CallToolResult | mt.InputRequiredResult]:
-                    return self._resume(ctx, state, responses)
-
-            else:
-
-                def work() -> Awaitable[mt.CallToolResult | mt.InputRequiredResult]:
-                    return self._run_code_for(ctx, arguments)
-
-            return await self._follow_live(ctx, owner, work)
+            return await self._stateless_run_code(ctx, arguments, params)
         if self.expose_direct and params.name in {tool.name for tool in self.executor.inner.tools()}:
             return mcp_result(await self.executor.inner.call_tool(params.name, arguments))
         names = ", ".join(tool.name for tool in self.tools())
         # The spec's answer to a tool that does not exist is a protocol error, not a tool result.
         raise MCPError(mt.INVALID_PARAMS, f"unknown tool {params.name!r}; the tools are {names}")
 
-    async def _follow_live(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        owner: str,
-        work: Callable[[], Awaitable[mt.CallToolResult | mt.InputRequiredResult]],
+    async def _stateless_run_code(
+        self, ctx: ServerRequestContext[Any, Any], arguments: dict[str, Any], params: mt.CallToolRequestParams
     ) -> mt.CallToolResult | mt.InputRequiredResult:
-        """A stateless caller's run, which goes on while a question a wrapped server asked waits
-        for the client's retry (``serve.live``)."""
+        """``run_code`` on a connection that cannot carry a question: a retry's request state names
+        a running snippet that waits for answers (``serve.live``) or a paused one; a new run is
+        started as live, so a question a wrapped server asks can come back as ``input_required``."""
+        owner = caller_identity(_authorization(ctx))
+        state, responses = params.request_state, params.input_responses or {}
+        if state is not None and looks_like_live_id(state):
+            live = self.live.get(state, owner)
+            if live is None:
+                return _error(LIVE_GONE)
+            live.answer(responses)
+            return await self.live.follow(live)
 
         async def serving(live: LiveRun) -> mt.CallToolResult | mt.InputRequiredResult:
             with self.clients.serving(ctx.session, ctx.request_id, live=live):
-                return await work()
+                if state is not None:
+                    return await self._resume(ctx, state, responses)
+                return await self._run_code_for(ctx, arguments)
 
         return await self.live.follow(self.live.start(owner, serving))
 
