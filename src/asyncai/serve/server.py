@@ -8,6 +8,10 @@ stateless caller (the 2026-07-28 protocol over HTTP has no session) names its RE
 result's first content block is the snippet's value alone; the variables note (which in the agent
 rides on the next user message) follows as a second block when it changed. The structured content
 carries both and a bounded audit of the nested calls.
+
+A 2026-07-28 client that declares the tasks extension may get a slow ``run_code`` as a task
+(``serve.tasks``); a request with a progress token hears of each nested call that finishes
+(``serve.progress``).
 """
 
 from __future__ import annotations
@@ -21,11 +25,13 @@ import mcp.types as mt
 from mcp import MCPError
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
+from mcp.server.extension import Extension, RequestHandler, compose_tool_call_handler
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 
+from asyncai.activity import Activity
 from asyncai.code_mode import CodeMode
 from asyncai.code_mode.catalog.stubs import RUN_CODE
 from asyncai.code_mode.scopes import ReplScopes
@@ -33,7 +39,9 @@ from asyncai.log import log_event
 from asyncai.serve.approval import ElicitationApprover
 from asyncai.serve.client_asking import ServeClients
 from asyncai.serve.handles import SCOPE_PREFIX, HandleCheck, ReplHandles, caller_identity
+from asyncai.serve.progress import RunProgress, notifying
 from asyncai.serve.shared import SessionBusy, SharedSessions, state_key
+from asyncai.serve.tasks import TaskRunner, TasksExtension
 from asyncai.tools.mcp.results import mcp_result, mcp_tool
 from asyncai.tools.types import ToolCallOutput
 
@@ -156,13 +164,13 @@ class CodeModeServer:
         self._clients: dict[str, ServerSession] = {}
         """The session of each client with a REPL key, for ``tools/list_changed``."""
         executor.on_tools_changed(self._tools_changed)
+        self.tasks = TaskRunner()
+        """The ``run_code`` calls that became tasks (``serve.tasks``)."""
         self.server: Server[Any] = _Server(
-            "asyncai",
-            version=version,
-            instructions=INSTRUCTIONS,
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
+            "asyncai", version=version, instructions=INSTRUCTIONS, on_list_tools=self._list_tools
         )
+        extension = TasksExtension(self.tasks, [RUN_CODE], self._run_task, _caller)
+        apply_extension(self.server, extension, self._call_tool)
 
     def initialization_options(self) -> Any:
         return self.server.create_initialization_options()
@@ -213,21 +221,32 @@ class CodeModeServer:
     ) -> mt.CallToolResult:
         arguments = dict(params.arguments or {})
         if params.name == RUN_CODE:
-            return await self._run_code(ctx, arguments)
+            return await self._run_code(ctx, arguments, RunProgress())
         if self.expose_direct and params.name in {tool.name for tool in self.executor.inner.tools()}:
             return mcp_result(await self.executor.inner.call_tool(params.name, arguments))
         names = ", ".join(tool.name for tool in self.tools())
         # The spec's answer to a tool that does not exist is a protocol error, not a tool result.
         raise MCPError(mt.INVALID_PARAMS, f"unknown tool {params.name!r}; the tools are {names}")
 
+    async def _run_task(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams, progress: RunProgress
+    ) -> mt.CallToolResult:
+        """A ``run_code`` that may become a task: the same run, its progress shared with the task."""
+        return await self._run_code(ctx, dict(params.arguments or {}), progress)
+
     async def _run_code(
-        self, ctx: ServerRequestContext[Any, Any], arguments: dict[str, Any]
+        self, ctx: ServerRequestContext[Any, Any], arguments: dict[str, Any], progress: RunProgress
     ) -> mt.CallToolResult:
         with self.clients.serving(ctx.session, ctx.request_id):
-            return await self._run_code_for(ctx, arguments)
+            async with notifying(progress, ctx):
+                return await self._run_code_for(ctx, arguments, activity=progress)
 
     async def _run_code_for(
-        self, ctx: ServerRequestContext[Any, Any], arguments: dict[str, Any]
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        arguments: dict[str, Any],
+        *,
+        activity: Activity | None = None,
     ) -> mt.CallToolResult:
         approver = ElicitationApprover(ctx.session, ctx.request_id)
         key = self._remember(ctx)
@@ -242,10 +261,10 @@ class CodeModeServer:
             assert handle is not None
             key = SCOPE_PREFIX + handle
         if self.shared is not None and key.startswith((HTTP_PREFIX, SCOPE_PREFIX)):
-            output, note = await self._run_shared(key, arguments, approver)
+            output, note = await self._run_shared(key, arguments, approver, activity)
         else:
             async with self.scopes.use(key) as use:
-                output = await use.scope.call_tool(RUN_CODE, arguments, approver=approver)
+                output = await use.scope.call_tool(RUN_CODE, arguments, approver=approver, activity=activity)
             note = self.scopes.note_if_changed(key, use.scope.context_note())
         if handle is not None:
             await self.handles.touch(handle, owner)
@@ -295,7 +314,11 @@ class CodeModeServer:
         return await self.handles.mint(owner), None, None
 
     async def _run_shared(
-        self, key: str, arguments: dict[str, Any], approver: ElicitationApprover
+        self,
+        key: str,
+        arguments: dict[str, Any],
+        approver: ElicitationApprover,
+        activity: Activity | None = None,
     ) -> tuple[ToolCallOutput, str | None]:
         """A run of a REPL shared through Redis (``serve.shared``), a session's or a handle's: runs
         of it on this instance queue here; then, under its lease, take up the REPL another
@@ -311,7 +334,9 @@ class CodeModeServer:
                     saved_as = state_key(shared_id) if lease.held else None
                     usable = lambda: not lease.lost  # noqa: E731 (read when the run ends)
                     async with self.scopes.use(key, saved_as=saved_as, shared=True, may_save=usable) as use:
-                        output = await use.scope.call_tool(RUN_CODE, arguments, approver=approver)
+                        output = await use.scope.call_tool(
+                            RUN_CODE, arguments, approver=approver, activity=activity
+                        )
                     if saved_as is not None and not lease.lost and key.startswith(HTTP_PREFIX):
                         await self.shared.touch(shared_id)
             except SessionBusy as exc:
@@ -325,8 +350,27 @@ def _authorization(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _caller(ctx: ServerRequestContext[Any, Any]) -> str:
+    return caller_identity(_authorization(ctx))
+
+
+def apply_extension(server: Server[Any], extension: Extension, call_tool: RequestHandler) -> None:
+    """What ``MCPServer`` does with an SDK ``Extension``, for the lowlevel ``Server`` (which takes
+    none itself): its methods served, its settings advertised under ``capabilities.extensions``,
+    its interceptor around ``tools/call``."""
+    for method in extension.methods():
+        server.add_request_handler(method.method, method.params_type, method.handler)
+    server.extensions[extension.identifier] = extension.settings()
+    server.add_request_handler(
+        "tools/call", mt.CallToolRequestParams, compose_tool_call_handler([extension], call_tool)
+    )
+
+
 async def serve_stdio(server: CodeModeServer) -> None:
     """Serve one client on stdin/stdout until it disconnects (stdout carries only the protocol)."""
     async with stdio_server() as (read, write):
         log_event("serve.ready", logging.INFO, transport="stdio", tools=[t.name for t in server.tools()])
-        await server.server.run(read, write, server.initialization_options())
+        try:
+            await server.server.run(read, write, server.initialization_options())
+        finally:
+            await server.tasks.aclose()

@@ -15,7 +15,7 @@ from typing import Any
 
 import pydantic_monty as pm
 
-from asyncai.activity import QUIET, Activity
+from asyncai.activity import QUIET, Activity, combined
 from asyncai.approvals.gate import Approver, MutationGate, MutationPolicy
 from asyncai.code_mode.catalog.entries import CatalogEntry, Finder
 from asyncai.code_mode.catalog.host_functions import HOST_FUNCTIONS
@@ -230,9 +230,15 @@ class ReplScope(ToolSource):
             return True
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], *, approver: Approver | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        approver: Approver | None = None,
+        activity: Activity | None = None,
     ) -> ToolCallOutput:
-        """Run one snippet; ``approver`` is asked about mutating calls under ``--mutations ask``."""
+        """Run one snippet; ``approver`` is asked about mutating calls under ``--mutations ask``;
+        ``activity`` is told of this snippet's nested calls (besides the executor's own display)."""
         if name != RUN_CODE:
             return ToolCallOutput.error(f"error: unknown tool {name!r}; the only tool is run_code")
         code = arguments.get("code")
@@ -251,7 +257,7 @@ class ReplScope(ToolSource):
                     self.limits,
                     gate,
                     finder=self.setup.finder,
-                    activity=self.setup.activity,
+                    activity=combined(self.setup.activity, activity),
                     shapes=self.setup.shapes,
                 )
                 result = await self._run(code, dispatcher)
