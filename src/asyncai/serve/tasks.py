@@ -264,11 +264,15 @@ class TaskRunner:
 
     async def aclose(self) -> None:
         """Shutting down: the running tasks are cancelled (their snippets interrupted)."""
-        tasks = list(self._running.values())
-        for task in tasks:
+        for task in self._running.values():
             task.cancel()
+        await self.wait()
+
+    async def wait(self) -> None:
+        """Until every task running now has ended and its record says how."""
+        tasks = list(self._running.values())
         if tasks:
-            await asyncio.wait(tasks)
+            await asyncio.wait(tasks)  # the records are finished first: their callbacks came first
 
 
 def wire_result(result: mt.CallToolResult, version: str) -> dict[str, Any]:
