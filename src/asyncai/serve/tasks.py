@@ -31,7 +31,6 @@ from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types import HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, ErrorData, TaskStatus
 from mcp_types import methods as wire
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import Field
 
 from asyncai.log import log_event
 from asyncai.serve.progress import RunProgress
@@ -191,7 +190,7 @@ class TaskRequestParams(mt.RequestParams):
 
 
 class UpdateTaskRequestParams(TaskRequestParams):
-    input_responses: dict[str, Any] | None = Field(default=None)
+    input_responses: dict[str, Any] | None = None
     """Answers to a task's input requests: serve-mcp asks none inside a task yet, so they are
     acknowledged and dropped (unknown keys too, as the extension asks)."""
 
