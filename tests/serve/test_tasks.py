@@ -21,7 +21,9 @@ from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 
+from asyncai.activity import QUIET, Activity, NestedCall, combined
 from asyncai.serve.handles import caller_identity
+from asyncai.serve.progress import RunProgress
 from asyncai.serve.tasks import (
     TASK_GRACE,
     TASKS_EXTENSION,
@@ -78,6 +80,34 @@ def test_a_finished_task_is_forgotten_after_its_ttl_and_a_working_one_is_kept() 
     now[0] += 61
     registry.create(owner)  # expired tasks leave memory as new ones come
     assert len(registry) == 1
+
+
+class Recorder(Activity):
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def call_started(self, call: NestedCall) -> None:
+        self.events.append(f"started {call.tool}")
+
+    def call_finished(self, call: NestedCall, seconds: float) -> None:
+        self.events.append(f"finished {call.tool}")
+
+
+def test_a_runs_progress_hears_its_nested_calls_beside_the_executors_display() -> None:
+    display, progress = Recorder(), RunProgress()
+    heard: list[tuple[int, str]] = []
+    progress.listen(lambda finished, message: heard.append((finished, message)))
+    assert combined(display, None, QUIET) is display and combined(None, QUIET) is QUIET
+    activity = combined(display, progress)
+    for answered in (True, False):
+        call = NestedCall("http_get", {}, mutating=False, answered=answered)
+        activity.call_started(call)
+        activity.call_finished(call, 0.1)
+    assert display.events == ["started http_get", "finished http_get"] * 2
+    assert heard == [
+        (1, "1 nested call done; last: http_get finished"),
+        (2, "2 nested calls done; last: http_get cut off"),
+    ]
 
 
 def _result(text: str) -> mt.CallToolResult:
