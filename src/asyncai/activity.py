@@ -70,3 +70,42 @@ class Activity:
 
 
 QUIET = Activity()
+
+
+class Activities(Activity):
+    """Several displays told of the same events, in the order given."""
+
+    def __init__(self, *activities: Activity) -> None:
+        self.activities = activities
+
+    def model_request(self, round_number: int) -> None:
+        for activity in self.activities:
+            activity.model_request(round_number)
+
+    def reply_text(self, text: str) -> None:
+        for activity in self.activities:
+            activity.reply_text(text)
+
+    def tool_started(self, name: str, arguments: dict[str, Any]) -> None:
+        for activity in self.activities:
+            activity.tool_started(name, arguments)
+
+    def tool_finished(self, name: str, output: ToolCallOutput, seconds: float) -> None:
+        for activity in self.activities:
+            activity.tool_finished(name, output, seconds)
+
+    def call_started(self, call: NestedCall) -> None:
+        for activity in self.activities:
+            activity.call_started(call)
+
+    def call_finished(self, call: NestedCall, seconds: float) -> None:
+        for activity in self.activities:
+            activity.call_finished(call, seconds)
+
+
+def combined(*activities: Activity | None) -> Activity:
+    """One ``Activity`` telling each of ``activities`` (``QUIET`` and ``None`` left out)."""
+    told = [activity for activity in activities if activity is not None and activity is not QUIET]
+    if not told:
+        return QUIET
+    return told[0] if len(told) == 1 else Activities(*told)

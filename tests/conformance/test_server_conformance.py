@@ -169,6 +169,8 @@ NOT_APPLICABLE: dict[str, str] = {
     "http-custom-header-server-validation": (
         "needs a tool whose input schema declares x-mcp-header parameters (SEP-2243); run_code declares none"
     ),
+    # serve-mcp serves the tasks extension for run_code (tests/serve/test_tasks.py checks these rules on
+    # it); the scenarios below reach it only through their fixture tools.
     "tasks-lifecycle": _TASK_FIXTURES.format("greet, slow_compute, failing_job, protocol_error_job"),
     "tasks-wire-fields": _TASK_FIXTURES.format("slow_compute"),
     "tasks-request-state-removal": _TASK_FIXTURES.format("slow_compute"),
@@ -224,15 +226,6 @@ NOT_YET: dict[str, str] = {
     "server-sse-polling@2025-11-25": (
         "no event store, so no SSE priming event (id, empty data) and no retry field on the POST stream: "
         "WARNING server-sse-priming-event, server-sse-retry-field"
-    ),
-    "tasks-capability-negotiation": (
-        "no tasks extension: FAILURE tasks-extension-advertised (io.modelcontextprotocol/tasks not in "
-        "capabilities.extensions), sep-2663-tasks-methods-non-declaring (tasks/get, tasks/update, "
-        "tasks/cancel are -32601, not -32021, for a client without the extension)"
-    ),
-    "tasks-dispatch-and-envelope": (
-        "no tasks extension: FAILURE sep-2663-tasks-get-invalid-task-id-32602 (tasks/get of an unknown "
-        "taskId is -32601, not -32602)"
     ),
 }
 """``scenario`` or ``scenario@version`` -> why it fails today though it applies to serve-mcp (strict

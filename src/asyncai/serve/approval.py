@@ -37,6 +37,10 @@ class ElicitationApprover:
             return Approval(
                 False, f"{NEEDS_APPROVAL} and this MCP client cannot ask its user (no elicitation support)"
             )
+        if not self.session.can_send_request:  # a run_code that became a task: no request to pause
+            return Approval(
+                False, f"{NEEDS_APPROVAL} and a run_code that runs as a task cannot ask its client"
+            )
         try:
             answer = await asyncio.wait_for(
                 self.session.elicit_form(question(request), ALLOW_SCHEMA, related_request_id=self.request_id),

@@ -273,7 +273,10 @@ def http_app(server: CodeModeServer, options: HttpOptions) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with manager.run():
-            yield
+            try:
+                yield
+            finally:
+                await server.tasks.aclose()  # their snippets end before the REPLs close
 
     return Starlette(routes=[Route(MCP_PATH, endpoint=endpoint)], lifespan=lifespan)
 

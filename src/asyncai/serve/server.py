@@ -8,6 +8,10 @@ stateless caller (the 2026-07-28 protocol over HTTP has no session) names its RE
 result's first content block is the snippet's value alone; the variables note (which in the agent
 rides on the next user message) follows as a second block when it changed. The structured content
 carries both and a bounded audit of the nested calls.
+
+A 2026-07-28 client that declares the tasks extension may get a slow ``run_code`` as a task
+(``serve.tasks``); a request with a progress token hears of each nested call that finishes
+(``serve.progress``).
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ import mcp.types as mt
 from mcp import MCPError
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
+from mcp.server.extension import Extension, RequestHandler, compose_tool_call_handler
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 
+from asyncai.activity import Activity
 from asyncai.code_mode import CodeMode
 from asyncai.code_mode.catalog.stubs import RUN_CODE
 from asyncai.code_mode.engine.pausing import PausedSnippet
@@ -47,7 +53,9 @@ from asyncai.serve.client_asking import ServeClients
 from asyncai.serve.handles import SCOPE_PREFIX, HandleCheck, ReplHandles, caller_identity
 from asyncai.serve.live import LiveRun, LiveRuns, looks_like_live_id
 from asyncai.serve.pauses import PausedSnippets, RequestStateSealing
+from asyncai.serve.progress import RunProgress, notifying
 from asyncai.serve.shared import SessionBusy, SharedSessions, state_key
+from asyncai.serve.tasks import TaskRunner, TasksExtension
 from asyncai.tools.mcp.results import mcp_result, mcp_tool
 from asyncai.tools.types import ToolCallOutput
 
@@ -174,9 +182,9 @@ class CodeModeServer:
         self.handles = ReplHandles(handle_ttl, shared)
         """The REPL handles minted for stateless (2026-07-28) callers."""
         self.pauses = PausedSnippets(approval_timeout, shared)
+        """Snippets paused for an approval (``input_required``), until the client's retry."""
         self.live = LiveRuns(approval_timeout)
         """Stateless callers' runs that wait on a question a wrapped server asked (``serve.live``)."""
-        """Snippets paused for an approval (``input_required``), until the client's retry."""
         self.clients = clients or ServeClients()
         """Where a wrapped server's questions go: the client whose snippet asked."""
         self.shared = shared
@@ -190,17 +198,16 @@ class CodeModeServer:
         self._clients: dict[str, ServerSession] = {}
         """The session of each client with a REPL key, for ``tools/list_changed``."""
         executor.on_tools_changed(self._tools_changed)
+        self.tasks = TaskRunner()
+        """The ``run_code`` calls that became tasks (``serve.tasks``)."""
         self.server: Server[Any] = _Server(
-            "asyncai",
-            version=version,
-            instructions=INSTRUCTIONS,
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
+            "asyncai", version=version, instructions=INSTRUCTIONS, on_list_tools=self._list_tools
+        )
+        apply_extension(
+            self.server, TasksExtension(self.tasks, [RUN_CODE], self._run_task, _caller), self._call_tool
         )
         # The request state of a paused snippet is sealed, bound to its caller, and checked on retry.
-        self.server.middleware.append(
-            RequestStateSealing(self.pauses, lambda ctx: caller_identity(_authorization(ctx)))
-        )
+        self.server.middleware.append(RequestStateSealing(self.pauses, _caller))
 
     def initialization_options(self) -> Any:
         return self.server.create_initialization_options()
@@ -251,23 +258,40 @@ class CodeModeServer:
     ) -> mt.CallToolResult | mt.InputRequiredResult:
         arguments = dict(params.arguments or {})
         if params.name == RUN_CODE:
+            progress = RunProgress()
             if ctx.session.can_send_request:  # questions go to the client as requests of their own
                 with self.clients.serving(ctx.session, ctx.request_id):
-                    return await self._run_code_for(ctx, arguments)
-            return await self._stateless_run_code(ctx, arguments, params)
+                    async with notifying(progress, ctx):
+                        return await self._run_code_for(ctx, arguments, progress)
+            return await self._stateless_run_code(ctx, arguments, params, progress)
         if self.expose_direct and params.name in {tool.name for tool in self.executor.inner.tools()}:
             return mcp_result(await self.executor.inner.call_tool(params.name, arguments))
         names = ", ".join(tool.name for tool in self.tools())
         # The spec's answer to a tool that does not exist is a protocol error, not a tool result.
         raise MCPError(mt.INVALID_PARAMS, f"unknown tool {params.name!r}; the tools are {names}")
 
+    async def _run_task(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams, progress: RunProgress
+    ) -> mt.CallToolResult:
+        """A ``run_code`` that may become a task: the same run, its progress shared with the task.
+        A task has no request to carry a question back, so it neither pauses nor waits on one."""
+        with self.clients.serving(ctx.session, ctx.request_id):
+            async with notifying(progress, ctx):
+                result = await self._run_code_for(ctx, dict(params.arguments or {}), progress, pausing=False)
+        assert isinstance(result, mt.CallToolResult)  # only a pausing run asks for input
+        return result
+
     async def _stateless_run_code(
-        self, ctx: ServerRequestContext[Any, Any], arguments: dict[str, Any], params: mt.CallToolRequestParams
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        arguments: dict[str, Any],
+        params: mt.CallToolRequestParams,
+        progress: RunProgress,
     ) -> mt.CallToolResult | mt.InputRequiredResult:
         """``run_code`` on a connection that cannot carry a question: a retry's request state names
         a running snippet that waits for answers (``serve.live``) or a paused one; a new run is
         started as live, so a question a wrapped server asks can come back as ``input_required``."""
-        owner = caller_identity(_authorization(ctx))
+        owner = _caller(ctx)
         state, responses = params.request_state, params.input_responses or {}
         if state is not None and looks_like_live_id(state):
             live = self.live.get(state, owner)
@@ -278,9 +302,10 @@ class CodeModeServer:
 
         async def serving(live: LiveRun) -> mt.CallToolResult | mt.InputRequiredResult:
             with self.clients.serving(ctx.session, ctx.request_id, live=live):
-                if state is not None:
-                    return await self._resume(ctx, state, responses)
-                return await self._run_code_for(ctx, arguments)
+                async with notifying(progress, ctx):
+                    if state is not None:
+                        return await self._resume(ctx, state, responses, progress)
+                    return await self._run_code_for(ctx, arguments, progress)
 
         return await self.live.follow(self.live.start(owner, serving))
 
@@ -292,25 +317,30 @@ class CodeModeServer:
         return self.executor.mutations == "ask" and not session.can_send_request and can_elicit(session)
 
     async def _run_code_for(
-        self, ctx: ServerRequestContext[Any, Any], arguments: dict[str, Any]
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        arguments: dict[str, Any],
+        activity: Activity | None = None,
+        *,
+        pausing: bool = True,
     ) -> mt.CallToolResult | mt.InputRequiredResult:
         approver = ElicitationApprover(ctx.session, ctx.request_id, self.approval_timeout)
         key = self._remember(ctx)
         given = arguments.pop(REPL_ARGUMENT, None)
         handle: str | None = None
         handle_note: str | None = None
-        owner = caller_identity(_authorization(ctx))
+        owner = _caller(ctx)
         if key is None:  # no session (2026-07-28 over HTTP): the REPL is the handle's
             handle, handle_note, refusal = await self._handle_for(given, owner)
             if refusal is not None:
                 return mt.CallToolResult(content=[mt.TextContent(type="text", text=refusal)], is_error=True)
             assert handle is not None
             key = SCOPE_PREFIX + handle
-        if self._pausing(ctx):
+        if pausing and self._pausing(ctx):
 
             async def run(scope: ReplScope) -> ToolCallOutput | PausedSnippet:
                 abandoned = scope.paused_as
-                outcome = await scope.run_pausing(arguments)
+                outcome = await scope.run_pausing(arguments, activity=activity)
                 if abandoned is not None:  # the model went on without answering: its pause goes
                     await self.pauses.discard(abandoned)
                 return outcome
@@ -318,17 +348,21 @@ class CodeModeServer:
         else:
 
             async def run(scope: ReplScope) -> ToolCallOutput | PausedSnippet:
-                return await scope.call_tool(RUN_CODE, arguments, approver=approver)
+                return await scope.call_tool(RUN_CODE, arguments, approver=approver, activity=activity)
 
         output, note = await self._run_in(key, run)
         return await self._answer(key, owner, output, note, handle, handle_note)
 
     async def _resume(
-        self, ctx: ServerRequestContext[Any, Any], pause_id: str, responses: mt.InputResponses
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        pause_id: str,
+        responses: mt.InputResponses,
+        activity: Activity | None = None,
     ) -> mt.CallToolResult | mt.InputRequiredResult:
         """Go on with the paused snippet the (sealed, verified) request state names: its held calls
         run if the person allowed them, on whichever instance this retry reached."""
-        owner = caller_identity(_authorization(ctx))
+        owner = _caller(ctx)
         paused = await self.pauses.take(pause_id)
         if paused is None or not secrets.compare_digest(paused.owner, owner):
             return _error(PAUSE_GONE)
@@ -340,7 +374,9 @@ class CodeModeServer:
         log_event("serve.resumed", pause=paused.id, allowed=sum(a.allowed for a in approvals.values()))
         key = paused.repl
         handle = key.removeprefix(SCOPE_PREFIX) if key.startswith(SCOPE_PREFIX) else None
-        output, note = await self._run_in(key, lambda scope: scope.resume(paused, approvals))
+        output, note = await self._run_in(
+            key, lambda scope: scope.resume(paused, approvals, activity=activity)
+        )
         return await self._answer(key, owner, output, note, handle, None)
 
     async def _answer(
@@ -462,8 +498,28 @@ def _authorization(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _caller(ctx: ServerRequestContext[Any, Any]) -> str:
+    """Who is calling (``serve.handles.caller_identity`` of the request's token)."""
+    return caller_identity(_authorization(ctx))
+
+
+def apply_extension(server: Server[Any], extension: Extension, call_tool: RequestHandler) -> None:
+    """What ``MCPServer`` does with an SDK ``Extension``, for the lowlevel ``Server`` (which takes
+    none itself): its methods served, its settings advertised under ``capabilities.extensions``,
+    its interceptor around ``tools/call``."""
+    for method in extension.methods():
+        server.add_request_handler(method.method, method.params_type, method.handler)
+    server.extensions[extension.identifier] = extension.settings()
+    server.add_request_handler(
+        "tools/call", mt.CallToolRequestParams, compose_tool_call_handler([extension], call_tool)
+    )
+
+
 async def serve_stdio(server: CodeModeServer) -> None:
     """Serve one client on stdin/stdout until it disconnects (stdout carries only the protocol)."""
     async with stdio_server() as (read, write):
         log_event("serve.ready", logging.INFO, transport="stdio", tools=[t.name for t in server.tools()])
-        await server.server.run(read, write, server.initialization_options())
+        try:
+            await server.server.run(read, write, server.initialization_options())
+        finally:
+            await server.tasks.aclose()

@@ -15,7 +15,7 @@ from typing import Any
 
 import pydantic_monty as pm
 
-from asyncai.activity import QUIET, Activity
+from asyncai.activity import QUIET, Activity, combined
 from asyncai.approvals.gate import Approval, Approver, MutationGate, MutationPolicy
 from asyncai.code_mode.catalog.entries import CatalogEntry, Finder
 from asyncai.code_mode.catalog.host_functions import HOST_FUNCTIONS
@@ -246,23 +246,36 @@ class ReplScope(ToolSource):
             return True
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], *, approver: Approver | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        approver: Approver | None = None,
+        activity: Activity | None = None,
     ) -> ToolCallOutput:
-        """Run one snippet; ``approver`` is asked about mutating calls under ``--mutations ask``."""
+        """Run one snippet; ``approver`` is asked about mutating calls under ``--mutations ask``;
+        ``activity`` is told of this snippet's nested calls (besides the executor's own display)."""
         if name != RUN_CODE:
             return ToolCallOutput.error(f"error: unknown tool {name!r}; the only tool is run_code")
-        result = await self._snippet(arguments, approver, pausing=False)
+        result = await self._snippet(arguments, approver, activity, pausing=False)
         assert isinstance(result, ToolCallOutput)  # only a pausing run pauses
         return result
 
-    async def run_pausing(self, arguments: dict[str, Any]) -> ToolCallOutput | PausedSnippet:
+    async def run_pausing(
+        self, arguments: dict[str, Any], *, activity: Activity | None = None
+    ) -> ToolCallOutput | PausedSnippet:
         """Run one snippet in which a mutating call that needs a person's decision (``ask``)
         pauses the snippet instead of waiting: the ``PausedSnippet`` then goes on in ``resume``.
         Until then the REPL is as it was before the snippet, and a new run abandons the pause."""
-        return await self._snippet(arguments, None, pausing=True)
+        return await self._snippet(arguments, None, activity, pausing=True)
 
     async def _snippet(
-        self, arguments: dict[str, Any], approver: Approver | None, *, pausing: bool
+        self,
+        arguments: dict[str, Any],
+        approver: Approver | None,
+        activity: Activity | None,
+        *,
+        pausing: bool,
     ) -> ToolCallOutput | PausedSnippet:
         code = arguments.get("code")
         if not isinstance(code, str):
@@ -275,7 +288,7 @@ class ReplScope(ToolSource):
                 if arguments.get("restart") in (True, "true", "True", 1):
                     await self._reset()
                 asking = None if pausing else approver or self.setup.approver
-                dispatcher = self._dispatcher(MutationGate(self.setup.mutations, asking))
+                dispatcher = self._dispatcher(MutationGate(self.setup.mutations, asking), activity)
                 result = await self._run(code, dispatcher, pausing=pausing)
                 await dispatcher.settle()
                 if isinstance(result, PausedSnippet):
@@ -289,7 +302,7 @@ class ReplScope(ToolSource):
             self.setup.room.poke()
 
     async def resume(
-        self, paused: PausedSnippet, approvals: Mapping[int, Approval]
+        self, paused: PausedSnippet, approvals: Mapping[int, Approval], *, activity: Activity | None = None
     ) -> ToolCallOutput | PausedSnippet:
         """Go on with a paused snippet of this REPL: each held call runs if ``approvals`` allows it,
         else raises ``PermissionError`` where it was called; the rest runs as ``run_pausing``."""
@@ -300,7 +313,7 @@ class ReplScope(ToolSource):
                 if self.paused_as != paused.id:
                     return ToolCallOutput.error(ABANDONED_PAUSE)
                 self.paused_as = None
-                dispatcher = self._dispatcher(MutationGate(self.setup.mutations))
+                dispatcher = self._dispatcher(MutationGate(self.setup.mutations), activity)
                 dispatcher.calls = list(paused.calls)
                 dispatcher.suspensions = paused.suspensions
                 result = await self._resume(paused, approvals, dispatcher)
@@ -312,14 +325,14 @@ class ReplScope(ToolSource):
         finally:
             self.setup.room.poke()
 
-    def _dispatcher(self, gate: MutationGate) -> SnippetDispatcher:
+    def _dispatcher(self, gate: MutationGate, activity: Activity | None) -> SnippetDispatcher:
         return SnippetDispatcher(
             self.setup.catalog,
             self.setup.inner,
             self.limits,
             gate,
             finder=self.setup.finder,
-            activity=self.setup.activity,
+            activity=combined(self.setup.activity, activity),
             shapes=self.setup.shapes,
         )
 
