@@ -24,6 +24,11 @@ class Clock:
         return self.now
 
 
+def payload_only(**bounds: Any) -> EventBuffer:
+    """A buffer counting only the events' JSON (no bookkeeping costs), for exact sums."""
+    return EventBuffer(event_cost=0, stream_cost=0, **bounds)
+
+
 def note(n: int, text: str = "") -> JSONRPCNotification:
     return JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params={"n": n, "text": text})
 
@@ -94,7 +99,7 @@ async def test_a_stream_it_does_not_hold_ends_its_request_with_a_reason() -> Non
 
 
 async def test_the_total_is_bounded_by_bytes_oldest_first() -> None:
-    buffer = EventBuffer(max_bytes=1200)  # three of these notes (377 bytes each)
+    buffer = payload_only(max_bytes=1200)  # three of these notes (377 bytes each)
     a, b = buffer.session(), buffer.session()
     a_primed = await a.store_event("1", None)
     await a.store_event("1", note(1, "x" * 300))
@@ -131,7 +136,7 @@ async def _replay_started(store: SessionEvents, last_event_id: str) -> tuple[lis
 
 
 async def test_a_response_too_big_to_keep_is_replaced_by_an_error_for_a_later_resume() -> None:
-    buffer = EventBuffer(max_bytes=1000, max_event_bytes=500)
+    buffer = payload_only(max_bytes=1000, max_event_bytes=500)
     store = buffer.session()
     primed = await store.store_event("3", None)
     await store.store_event("3", note(1))
@@ -152,15 +157,29 @@ async def test_a_response_too_big_to_keep_is_replaced_by_an_error_for_a_later_re
     assert buffer.bytes == kept
 
 
-async def test_the_response_dropped_for_the_bound_is_replaced_by_an_error() -> None:
-    buffer = EventBuffer(max_bytes=1000)
+async def test_a_response_dropped_for_the_bound_is_replaced_by_an_error() -> None:
+    buffer = payload_only(max_bytes=1000)
     a, b = buffer.session(), buffer.session()
     primed = await a.store_event("1", None)
+    await a.store_event("1", note(0))
     await a.store_event("1", answer(1, "a" * 400))
     await b.store_event("1", note(1, "b" * 400))
+    assert len(a.streams["1"].events) == 3
     await b.store_event("1", note(2, "b" * 400))
-    [lone], _ = await replay(a, primed)
-    assert isinstance(lone.message, JSONRPCError) and "memory bounded" in lone.message.error.message
+    assert a.streams == {}, "a's events were the oldest; answered and emptied, its stream went"
+    [lone], stream = await replay(a, primed)
+    assert stream is None and isinstance(lone.message, JSONRPCError) and lone.message.id == 1
+    assert "no longer kept" in lone.message.error.message
+
+
+async def test_many_small_streams_are_bounded_by_what_they_take() -> None:
+    buffer = EventBuffer(max_bytes=100_000)
+    store = buffer.session()
+    for n in range(1000):  # a client sending pings: a priming event and a tiny answer each
+        await store.store_event(str(n), None)
+        await store.store_event(str(n), JSONRPCResponse(jsonrpc="2.0", id=n, result={}))
+    assert buffer.bytes <= 100_000 and len(store.streams) < 100
+    assert set(store.streams) == {str(n) for n in range(1000 - len(store.streams), 1000)}, "the newest"
 
 
 async def test_a_stream_keeps_its_latest_events() -> None:

@@ -8,11 +8,12 @@ standalone GET stream: ``GET_STREAM_KEY``), which every session's client picks f
 session gets a store of its own (``SessionEvents``), all of them sharing one bound
 (``EventBuffer``):
 
-- at most ``KEEP_BYTES`` of events in all, the oldest dropped first; an event over
-  ``MAX_EVENT_BYTES`` is never kept (it still goes out live);
+- at most ``KEEP_BYTES`` in all (the events' JSON, and ``EVENT_COST`` and ``STREAM_COST`` for
+  the bookkeeping), the oldest events dropped first; an event over ``MAX_EVENT_BYTES`` is never
+  kept (it still goes out live);
 - at most ``MAX_STREAM_EVENTS`` events a stream, and none older than ``KEEP_FOR`` seconds; a
-  stream answered (its response stored) is gone ``KEEP_FOR`` seconds later, as is a session's
-  all when the session ends.
+  stream answered (its response stored) is gone ``KEEP_FOR`` seconds later or once none of its
+  events is left, and a session's streams all go when the session ends.
 
 An event id is ``SEQ:STREAM``, so a resume finds its stream even when the event it names was
 dropped, and gets what remains after it. A response that was not kept (too big, or dropped) is
@@ -71,22 +72,27 @@ KEEP_FOR = 300.0
 than that (a laptop asleep) sends its request again."""
 MAX_STREAM_EVENTS = 1000
 """Events kept per stream (a chatty request's notifications), the oldest dropped first."""
+EVENT_COST = 256
+STREAM_COST = 1280
+"""What an event and a stream take besides the event's JSON, counted in the bound so that many
+small ones are bounded too (tracemalloc: about 200 B an event, 1.1 KB a stream)."""
 MAX_BACKLOG = 1000
 """Events a resumed stream may fall behind by before it is ended (its client resumes again)."""
 DROPPED = "it was dropped to keep the server's memory bounded"
 """Why a response kept at first is not any more."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Event:
     seq: int
     stream: _Stream
     payload: bytes
     """The message's JSON; empty for a priming event."""
     at: float
+    cost: int
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Response:
     seq: int
     id: RequestId
@@ -94,7 +100,7 @@ class _Response:
     """Why it is not kept (then a client that missed it gets an error saying so), or None."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Tail:
     """A resumed stream waiting for more: ``store`` hands it each new event."""
 
@@ -115,7 +121,7 @@ class _Tail:
         self.wake.set()
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Stream:
     owner: SessionEvents
     key: StreamId
@@ -125,6 +131,7 @@ class _Stream:
     response: _Response | None = None
     done_at: float | None = None
     tails: set[_Tail] = field(default_factory=set)
+    gone: bool = False
 
 
 class EventBuffer:
@@ -137,15 +144,19 @@ class EventBuffer:
         max_event_bytes: int = MAX_EVENT_BYTES,
         keep_for: float = KEEP_FOR,
         max_stream_events: int = MAX_STREAM_EVENTS,
+        event_cost: int = EVENT_COST,
+        stream_cost: int = STREAM_COST,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.max_bytes = max_bytes
         self.max_event_bytes = min(max_event_bytes, max_bytes)
         self.keep_for = keep_for
         self.max_stream_events = max_stream_events
+        self.event_cost = event_cost
+        self.stream_cost = stream_cost
         self.clock = clock
         self.bytes = 0
-        """The kept events' JSON, in bytes."""
+        """What is kept: the events' JSON and the events' and streams' costs."""
         self._events: OrderedDict[int, _Event] = OrderedDict()
         self._answered: dict[_Stream, None] = {}
         """Streams with their response stored, in the order they got it."""
@@ -169,13 +180,15 @@ class EventBuffer:
             if stream is not None:  # the request id again, after its earlier request was answered
                 self._drop_stream(stream)
             stream = owner.streams[key] = _Stream(owner, key, seq)
+            self.bytes += self.stream_cost
         for tail in stream.tails:
             tail.push(seq, message)
         payload, lost = self._encode(message)
         if payload is not None:
-            event = self._events[seq] = _Event(seq, stream, payload, now)
+            event = _Event(seq, stream, payload, now, len(payload) + self.event_cost)
+            self._events[seq] = event
             stream.events.append(event)
-            self.bytes += len(payload)
+            self.bytes += event.cost
             while len(stream.events) > self.max_stream_events:
                 self._drop(stream.events[0])
         if isinstance(message, JSONRPCResponse | JSONRPCError) and key != GET_STREAM_KEY:
@@ -183,7 +196,7 @@ class EventBuffer:
             stream.done_at = now
             self._answered.pop(stream, None)
             self._answered[stream] = None
-        while self.bytes > self.max_bytes:
+        while self.bytes > self.max_bytes and self._events:  # (streams still running stay)
             self._drop(next(iter(self._events.values())))
         return event_id
 
@@ -226,11 +239,17 @@ class EventBuffer:
             stream.events.popleft()
         else:
             stream.events.remove(event)
-        self.bytes -= len(event.payload)
+        self.bytes -= event.cost
         if stream.response is not None and stream.response.seq == event.seq:
             stream.response.lost = DROPPED
+        if not stream.events and stream.response is not None:
+            self._drop_stream(stream)  # answered, and nothing of it left to send
 
     def _drop_stream(self, stream: _Stream) -> None:
+        if stream.gone:
+            return
+        stream.gone = True
+        self.bytes -= self.stream_cost
         for event in list(stream.events):
             self._drop(event)
         self._answered.pop(stream, None)
@@ -276,7 +295,7 @@ class SessionEvents(EventStore):
                 await send_callback(EventMessage(_decode(payload), f"{seq}:{key}"))
             return key
         if stream is None or after < stream.start:
-            reason = "it is no longer kept, or was never kept on this server"
+            reason = "it is no longer kept (for a while, within a memory bound), or never was on this server"
             await send_callback(EventMessage(_lost(_request_id(key), reason)))
             return None
         tail = _Tail()
