@@ -1,7 +1,8 @@
 """serve-mcp over Streamable HTTP: loopback by default, a bearer token on every request, the
 ``Origin`` and ``Host`` headers checked (DNS-rebinding protection, as the MCP spec requires),
-each client session's REPL released when the session ends, and, with a Redis state store, sessions
-any instance opened served by this one (``serve.shared``)."""
+each client session's REPL released when the session ends, resumable SSE streams
+(``serve.events``), and, with a Redis state store, sessions any instance opened served by this one
+(``serve.shared``)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import uvicorn
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.runner import serve_connection
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, EventStore, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
@@ -35,6 +36,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from asyncai.log import log_event
+from asyncai.serve.events import RETRY_MS, EventBuffer, SessionEvents
 from asyncai.serve.server import HTTP_PREFIX, CodeModeServer
 from asyncai.serve.shared import SessionRecord
 
@@ -129,11 +131,13 @@ _opening_session: contextvars.ContextVar[str | None] = contextvars.ContextVar("o
 
 class _SessionManager(StreamableHTTPSessionManager):
     """The SDK's session manager, plus: a client session's REPL is released as soon as the SDK
-    discards the session (DELETE, idle, crash); and with ``shared``, sessions are registered in
+    discards the session (DELETE, idle, crash); each session's SSE streams are resumable, within
+    one memory bound for all (``serve.events``); and with ``shared``, sessions are registered in
     Redis and a session another instance opened is taken up (see ``serve.shared``)."""
 
     def __init__(self, server: CodeModeServer, **kwargs: Any) -> None:
-        super().__init__(app=server.server, **kwargs)
+        self.events = EventBuffer()
+        super().__init__(app=server.server, retry_interval=RETRY_MS, **kwargs)
         self.code_mode = server
         self.shared = server.shared
         self._shared_ids: set[str] = set()
@@ -141,11 +145,23 @@ class _SessionManager(StreamableHTTPSessionManager):
         if self.shared is not None:
             server.server.middleware.append(self._register_on_initialize)
 
+    @property
+    def event_store(self) -> EventStore | None:
+        """A store of its own for each transport (the SDK reads this once per transport it makes,
+        ``_take_up`` too): the SDK names a stream by its request id, which each client picks."""
+        return self.events.session()
+
+    @event_store.setter
+    def event_store(self, store: EventStore | None) -> None:
+        assert store is None, "the stores come from self.events"  # the SDK's __init__ sets None
+
     async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
         # The SDK discards a session from several places; the REPL goes with the first.
         known = session_id in self._server_instances
         self._shared_ids.discard(session_id)
         await super()._discard_session(session_id, transport)
+        if isinstance(transport._event_store, SessionEvents):
+            transport._event_store.close()  # its events go, and its resumed streams end
         if known:
             with anyio.CancelScope(shield=True):
                 await self.code_mode.release_session(f"{HTTP_PREFIX}{session_id}")
