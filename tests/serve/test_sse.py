@@ -6,11 +6,9 @@ big to keep is not kept, and the resume says so."""
 from __future__ import annotations
 
 import contextlib
-import http.server
 import json
-import threading
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -19,6 +17,7 @@ import pytest
 
 from asyncai.serve.events import MAX_EVENT_BYTES, RETRY_MS
 from asyncai.serve.http import MCP_PATH
+from tests.fakes.slow_site import SlowSite, slow_site
 
 from .helpers import ENV, INITIALIZE, PROTOCOL, RAW_HEADERS, SIMPLE, TOKEN, HttpServe, serve_http
 
@@ -28,41 +27,10 @@ Event = dict[str, str]
 """One SSE event as sent: its fields (``id``, ``event``, ``data``, ``retry``) and their values."""
 
 
-@dataclass
-class Gate:
-    """A loopback site whose ``/hold`` answers only once ``release`` is set."""
-
-    url: str
-    entered: threading.Event = field(default_factory=threading.Event)
-    release: threading.Event = field(default_factory=threading.Event)
-
-
 @pytest.fixture(scope="module")
-def gate() -> Iterator[Gate]:
-    fixture = Gate("")
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            fixture.entered.set()
-            fixture.release.wait(60)
-            body = b'{"held": true}'
-            self.send_response(200)
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            with contextlib.suppress(OSError):
-                self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    fixture.url = f"http://127.0.0.1:{server.server_address[1]}/hold"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield fixture
-    fixture.release.set()
-    server.shutdown()
-    server.server_close()
+def site() -> Iterator[SlowSite]:
+    with slow_site() as fixture:
+        yield fixture
 
 
 @pytest.fixture(scope="module")
@@ -151,16 +119,15 @@ async def test_a_post_stream_opens_with_a_priming_event_and_a_retry(served: Http
     assert result(answer, 2) == "42" and rest == []
 
 
-async def test_a_stream_cut_mid_run_is_resumed_with_last_event_id(served: HttpServe, gate: Gate) -> None:
-    gate.entered.clear()
-    code = f"r = await http_get(url='{gate.url}')\nr['status']"
+async def test_a_stream_cut_mid_run_is_resumed_with_last_event_id(served: HttpServe, site: SlowSite) -> None:
+    code = f"r = await http_get(url='{site.url}/slow/cut')\nr['status']"
     async with session(served) as client:
         async with client.post(2, code) as stream:
             priming = await anext(stream)
-            await anyio.to_thread.run_sync(gate.entered.wait, 30)  # running, and held there
+            await anyio.to_thread.run_sync(site.entered["cut"].wait, 30)  # running, and held there
         assert priming["data"] == "" and "id" in priming
         async with client.resume(priming["id"]) as resumed:
-            gate.release.set()  # the run ends while the client is back
+            site.release["cut"].set()  # the run ends while the client is back
             answer, *rest = await collect(resumed)
     assert result(answer, 2).startswith("200") and answer["id"] != priming["id"]
     assert rest == [], "the stream ends with the response"

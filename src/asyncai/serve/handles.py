@@ -14,9 +14,10 @@ import enum
 import hashlib
 import secrets
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+from asyncai.serve.expiring import Expiring
 
 if TYPE_CHECKING:
     from asyncai.serve.shared import SharedSessions
@@ -55,10 +56,8 @@ class ReplHandles:
         self.ttl = ttl
         self.shared = shared
         self.clock = clock
-        self._owners: OrderedDict[str, tuple[str, float]] = OrderedDict()
-        """Handle -> (owner, expiry), oldest use first: with one ttl that is expiry order, so the
-        expired ones are dropped from the front as handles are recorded (a run without ``repl``
-        mints one each time)."""
+        self._owners: Expiring[str] = Expiring(ttl, clock)
+        """Handle -> owner, for this process's own (and when Redis cannot be asked)."""
 
     @staticmethod
     def _key(handle: str) -> str:
@@ -82,11 +81,7 @@ class ReplHandles:
         await self._record(handle, owner)
 
     async def _record(self, handle: str, owner: str) -> None:
-        now = self.clock()
-        self._owners[handle] = (owner, now + self.ttl)
-        self._owners.move_to_end(handle)
-        while self._owners and next(iter(self._owners.values()))[1] < now:
-            self._owners.popitem(last=False)
+        self._owners.put(handle, owner)
         if self.shared is not None:
             shared = self.shared
             await shared.call(
@@ -103,8 +98,4 @@ class ReplHandles:
             )
             if ok:
                 return found.decode() if isinstance(found, bytes) else found
-        known = self._owners.get(handle)  # this process's own, or Redis could not be asked
-        if known is None or known[1] < self.clock():
-            self._owners.pop(handle, None)
-            return None
-        return known[0]
+        return self._owners.get(handle)  # this process's own, or Redis could not be asked

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +20,7 @@ from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 
 from asyncai.code_mode.engine.pausing import PausedSnippet, looks_like_pause_id, pack_paused, unpack_paused
 from asyncai.log import log_event
+from asyncai.serve.expiring import Expiring
 from asyncai.state.stores import StateDiscarded
 
 if TYPE_CHECKING:
@@ -42,8 +42,8 @@ class PausedSnippets:
         self.ttl = ttl
         self.shared = shared
         self.clock = clock
-        self._waiting: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
-        """Pause id -> (packed pause, expiry), oldest first, so expired ones go from the front."""
+        self._waiting: Expiring[bytes] = Expiring(ttl, clock)
+        """Pause id -> the packed pause, in this process (without Redis)."""
 
     @staticmethod
     def _key(pause_id: str) -> str:
@@ -63,9 +63,7 @@ class PausedSnippets:
                 "serve.pause_not_saved", paused.id, lambda: shared.client.set(key, data, ex=ttl)
             )
             return ok
-        now = self.clock()
-        self._drop_expired(now)
-        self._waiting[paused.id] = (data, now + self.ttl)
+        self._waiting.put(paused.id, data)
         return True
 
     async def take(self, pause_id: str) -> PausedSnippet | None:
@@ -81,8 +79,7 @@ class PausedSnippets:
             )
             data = found if isinstance(found, bytes) else None
         else:
-            self._drop_expired(self.clock())
-            data = self._waiting.pop(pause_id, (None, 0.0))[0]
+            data = self._waiting.pop(pause_id)
         if data is None:
             return None
         try:
@@ -94,10 +91,6 @@ class PausedSnippets:
     async def discard(self, pause_id: str) -> None:
         """A pause whose REPL went on without it."""
         await self.take(pause_id)
-
-    def _drop_expired(self, now: float) -> None:
-        while self._waiting and next(iter(self._waiting.values()))[1] < now:
-            self._waiting.popitem(last=False)
 
     async def sealing_key(self) -> bytes:
         """The key request states are sealed with: this process's own, or the one every instance on
