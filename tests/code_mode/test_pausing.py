@@ -156,3 +156,32 @@ async def _move(source: object, target: object) -> None:
     saved = unpack(pack(SavedScope(source._parked, None, tuple(source._bound), None, source.paused_as)))
     target._parked, target.paused_as = saved.dump, saved.paused_as
     target._catalog_version = -1
+
+
+SAME_EITHER_WAY = [
+    "import asyncio\nawait asyncio.sleep(0.01)\nimport time\ntime.sleep(0.01)\n'slept'",
+    "import asyncio\n[w['tag'] for w in await asyncio.gather(wait(seconds=0.01, tag='a'), wait(seconds=0, tag='b'))]",
+    "print('out')\nlen((await pods())['items'])",
+    "import os\nos.getenv('HOME')",
+    "import numpy",
+    "undefined_name",
+    "await fail(message='boom')",
+    "try:\n    await fail(message='boom')\nexcept RuntimeError as e:\n    r = str(e)\nr",
+    "open('/etc/passwd').read()",
+    "await pods(namespace=1, extra=2)",
+]
+
+
+@pytest.mark.parametrize("code", SAME_EITHER_WAY)
+async def test_a_pausing_run_that_does_not_pause_answers_as_a_plain_run(
+    asking: CodeMode, fake: FakeExecutor, code: str
+) -> None:
+    """Driving a snippet snapshot by snapshot changes nothing but where it may stop."""
+    plain, pausing = asking.new_scope(), asking.new_scope()
+    try:
+        expected = finished(await plain.call_tool("run_code", {"code": code}))
+        got = finished(await pausing.run_pausing({"code": code}))
+        assert (got.content, got.is_error, got.audit) == (expected.content, expected.is_error, expected.audit)
+    finally:
+        await plain.aclose()
+        await pausing.aclose()

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import time
 from collections.abc import Awaitable, Coroutine, Mapping
 from dataclasses import dataclass, field
@@ -63,6 +64,15 @@ def validate_arguments(
 def _short_repr(value: Any) -> str:
     text = repr(value) if isinstance(value, str | int | float | bool | None) else "..."
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+SLEEPS = frozenset({"system.sleep", "system.async_sleep"})
+
+
+def _sleep(seconds: Any = 0.0, *_: Any) -> Awaitable[None]:
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
+        raise ValueError(f"sleep length must be a finite number, not {seconds!r}")
+    return asyncio.sleep(max(float(seconds), 0.0))
 
 
 def refuse_os(**_: Any) -> None:
@@ -286,8 +296,12 @@ class SnippetDispatcher:
             if task is not None:
                 self._tasks.discard(task)
 
-    def deny_os(self, **kwargs: Any) -> None:
-        """The sandbox's ``os=`` handler for snippets: counted, then refused."""
+    def deny_os(self, **kwargs: Any) -> Any:
+        """The sandbox's ``os=`` handler for snippets: counted, then refused. A sleep reaches it
+        only in a snippet driven snapshot by snapshot (``engine.pausing``; ``feed_run`` sleeps by
+        itself), and sleeps there as it would (the wall clock bounds it)."""
+        if kwargs.get("name") in SLEEPS and kwargs.get("is_async"):
+            return _sleep(*kwargs.get("args", ()))
         self._count_suspension()
         refuse_os(**kwargs)
 
