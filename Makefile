@@ -48,6 +48,7 @@ bench: $(BENCH_STAMP)
 	$(VENV)/bin/python benchmarks/bench_type_check.py
 	$(VENV)/bin/python benchmarks/bench_state.py
 	$(VENV)/bin/python benchmarks/bench_shared.py
+	$(VENV)/bin/python benchmarks/bench_pauses.py
 	$(VENV)/bin/python benchmarks/bench_code_mode.py
 
 clean:

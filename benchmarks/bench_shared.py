@@ -1,5 +1,5 @@
 """What sharing ``serve-mcp`` sessions through Redis costs per ``run_code`` (``--state-store
-redis://``).
+redis://``), and what REPL handles cost next to sessions.
 
     .venv/bin/python benchmarks/bench_shared.py [--runs N] [--no-save]
 
@@ -19,9 +19,16 @@ lease.
    saved. The baseline is the unshared instance behind the same kind of proxy, so the proxy hop
    counts on both sides.
 
-Every run is checked at its end: ``x`` equals the number of increments and ``rows`` is whole; in 3,
-consecutive requests went to different instances. The variants alternate within each repetition.
-The size of the session's saved REPL in Redis is read after binding and after the increments.
+4-6. REPL handles: the same three set-ups (no state store; one Redis instance; two behind the
+   proxy) with the SDK's default client, which speaks the stateless 2026-07-28 protocol: no session,
+   so each run passes ``repl=<handle>`` that the first result gave (``serve.handles``). The
+   baseline is the legacy session on the same set-up, measured in the same repetitions. A handle run
+   also looks the handle up and records its new expiry (in Redis with a state store).
+
+Every run is checked at its end: ``x`` equals the number of increments and ``rows`` is whole, and a
+handle stayed the same throughout; in 3 and 6, consecutive requests went to different instances.
+The variants alternate within each repetition. The size of the REPL saved in Redis is read after
+binding and after the increments.
 """
 
 from __future__ import annotations
@@ -66,21 +73,40 @@ def base(url: str) -> str:
     return url.removesuffix("/mcp")
 
 
+STATELESS = "2026-07-28"
+
+
+@dataclass
+class Repl:
+    """One client's REPL on serve-mcp: its session (legacy), or the handle the first result gave."""
+
+    client: Client
+    stateless: bool
+    handle: str | None = None
+
+    async def run(self, code: str) -> str:
+        """The snippet's value: the first content block (the variables note, when sent, and the
+        handle's note follow)."""
+        arguments = {"code": code} | ({"repl": self.handle} if self.handle is not None else {})
+        result = await self.client.call_tool("run_code", arguments)
+        text = result.content[0]
+        assert isinstance(text, TextContent) and not result.is_error, text
+        if self.stateless:  # the same handle every time: a new one would be a new, empty REPL
+            handle = (result.structured_content or {}).get("repl")
+            assert isinstance(handle, str) and self.handle in (None, handle), (self.handle, handle)
+            self.handle = handle
+        return text.text
+
+
 @asynccontextmanager
-async def session(url: str) -> AsyncIterator[Client]:
-    """The SDK client over Streamable HTTP (as ``tests/serve/test_http.client``, without a token)."""
+async def session(url: str, stateless: bool = False) -> AsyncIterator[Repl]:
+    """The SDK client over Streamable HTTP (as ``tests/serve/test_http.client``, without a token):
+    a legacy session, or the default client (the stateless protocol; REPLs by handle)."""
     async with httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300)) as http:
         transport = streamable_http_client(url, http_client=http, max_sse_event_size=None)
-        async with Client(transport, mode="legacy") as client:
-            yield client
-
-
-async def run_code(client: Client, code: str) -> str:
-    """The snippet's value: the first content block (the variables note, when sent, is the second)."""
-    result = await client.call_tool("run_code", {"code": code})
-    text = result.content[0]
-    assert isinstance(text, TextContent) and not result.is_error, text
-    return text.text
+        async with Client(transport, mode="auto" if stateless else "legacy") as client:
+            assert (client.protocol_version == STATELESS) == stateless, client.protocol_version
+            yield Repl(client, stateless)
 
 
 @dataclass(frozen=True)
@@ -91,6 +117,8 @@ class Variant:
     calls: int
     robin: RoundRobin | None = None
     shared: bool = False
+    stateless: bool = False
+    """The SDK's default client: REPL handles instead of a session."""
 
 
 @dataclass
@@ -106,12 +134,13 @@ async def saved_keys(store: aioredis.Redis) -> set[bytes]:
 
 
 async def repetition(variant: Variant, records: int, store: aioredis.Redis, calls: int) -> Sample:
-    """A new client session: bind the state, ``calls`` increments timed, then the checks."""
+    """A new client (a new session, or a new handle): bind the state, ``calls`` increments timed,
+    then the checks."""
     before = await saved_keys(store) if variant.shared else set()
-    async with session(variant.url) as client:
-        assert await run_code(client, "x = 0\nx") == "0"
+    async with session(variant.url, variant.stateless) as repl:
+        assert await repl.run("x = 0\nx") == "0"
         if records:
-            assert await run_code(client, BIG) == str(records)
+            assert await repl.run(BIG) == str(records)
         sample = Sample(0.0)
         if variant.shared:
             [key] = await saved_keys(store) - before
@@ -119,15 +148,15 @@ async def repetition(variant: Variant, records: int, store: aioredis.Redis, call
         served = len(variant.robin.served) if variant.robin else 0
         start = time.perf_counter()
         for _ in range(calls):
-            await run_code(client, INCREMENT)
+            await repl.run(INCREMENT)
         sample.per_call = (time.perf_counter() - start) / calls
         if variant.shared:
             sample.saved_after = await store.hstrlen(key, "data")
         if records:
-            got = json.loads(await run_code(client, "[x, len(rows), rows[-1]['name']]"))
+            got = json.loads(await repl.run("[x, len(rows), rows[-1]['name']]"))
             assert got == [calls, records, f"n{records - 1}"], got
         else:
-            assert await run_code(client, "x") == str(calls)
+            assert await repl.run("x") == str(calls)
         if variant.robin is not None and len(variant.robin.upstreams) > 1:
             posts = [index for method, _, index in variant.robin.served[served:] if method == "POST"]
             assert len(posts) > calls and all(a != b for a, b in itertools.pairwise(posts)), posts
@@ -162,20 +191,23 @@ async def measure(variants: dict[str, Variant], store_url: str, runs: int) -> li
                     "no state store",
                 ),
                 ("shared2", "3 two instances, round robin", "plain2", "no state store, same proxy"),
+                ("handle", "4 handles: one instance, no state store", "plain", "session, same instance"),
+                ("handle_shared", "5 handles: one instance, Redis", "shared", "session, same instance"),
+                ("handle_shared2", "6 handles: two instances, round robin", "shared2", "session, same proxy"),
             ):
                 ours, baseline = stats[name], stats[base_name]
-                before = statistics.median(s.saved_before for s in samples[name])
-                after = statistics.median(s.saved_after for s in samples[name])
                 calls = variants[name].calls
-                note = (
-                    f"{(ours.median - baseline.median) * 1e3:.1f} ms added per call; "
-                    f"REPL in Redis {kib(int(before))} → {kib(int(after))} after {calls} runs"
-                )
-                values: dict[str, object] = {
-                    "calls_per_run": calls,
-                    "saved_bytes_after_bind": before,
-                    f"saved_bytes_after_{calls}_runs": after,
-                }
+                values: dict[str, object] = {"calls_per_run": calls}
+                if variants[name].stateless:
+                    note = f"{(ours.median - baseline.median) * 1e3:+.1f} ms per call against the session"
+                else:
+                    note = f"{(ours.median - baseline.median) * 1e3:.1f} ms added per call"
+                if variants[name].shared:
+                    before = statistics.median(s.saved_before for s in samples[name])
+                    after = statistics.median(s.saved_after for s in samples[name])
+                    note += f"; REPL in Redis {kib(int(before))} → {kib(int(after))} after {calls} runs"
+                    values["saved_bytes_after_bind"] = before
+                    values[f"saved_bytes_after_{calls}_runs"] = after
                 if name == "shared2":
                     note += f"; {two.median / one.median:.2f}x one instance"
                     values["vs_one_instance"] = two.median / one.median
@@ -195,6 +227,21 @@ async def measure(variants: dict[str, Variant], store_url: str, runs: int) -> li
     return sorted(rows, key=lambda row: row.scenario)  # stable: small before big within a scenario
 
 
+def handle_summary(rows: list[Row]) -> str:
+    """What the handle rows show, in this run's numbers."""
+    parts = []
+    for row in rows:
+        if not row.scenario.startswith(("4", "5", "6")) or row.stats is None or row.baseline is None:
+            continue
+        where = row.scenario.split(": ", 1)[1]
+        state = row.case.split(", ", 1)[1]
+        parts.append(
+            f"{where}, {state}: {seconds(row.stats.median)} by handle, {seconds(row.baseline.median)} "
+            "by session"
+        )
+    return "In this run, per call: " + "; ".join(parts) + "."
+
+
 def main() -> None:
     args = arguments(5).parse_args()
     started = time.perf_counter()
@@ -211,6 +258,11 @@ def main() -> None:
             "shared": Variant(a.url, CALLS, shared=True),
             "plain2": Variant(f"{plain2.url}/mcp", CROSS_CALLS, plain2),
             "shared2": Variant(f"{shared2.url}/mcp", CROSS_CALLS, shared2, shared=True),
+            "handle": Variant(plain.url, CALLS, stateless=True),
+            "handle_shared": Variant(a.url, CALLS, shared=True, stateless=True),
+            "handle_shared2": Variant(
+                f"{shared2.url}/mcp", CROSS_CALLS, shared2, shared=True, stateless=True
+            ),
         }
         rows = asyncio.run(measure(variants, store.url, args.runs))
         stderr = [
@@ -228,10 +280,18 @@ def main() -> None:
         "to Redis and releases the lease.\n\n"
         "Two instances: a round-robin proxy sends each request to the other instance (checked), so every "
         "run first takes up the REPL the other one saved; the baseline is the unshared instance behind "
-        "the same proxy. The notes give the size of the session's REPL saved in Redis after binding "
-        "and after the increments."
+        "the same proxy. The notes give the size of the REPL saved in Redis after binding and after the "
+        "increments.\n\n"
+        "Rows 4-6 are REPL handles (issue 24): the `mcp` SDK's default `Client`, which speaks the "
+        "stateless 2026-07-28 protocol, so there is no session and every call passes `repl=<handle>` "
+        "from the first result (checked to stay the same). They run on the same serve-mcp processes, "
+        "in the same repetitions, as the legacy-session rows they are compared with: the session on "
+        "the instance without a store (4), on the Redis instance (5, row 1 or 2), behind the proxy "
+        "(6, row 3); the ratio is handle ÷ session. A handle run looks its handle up and records its "
+        "expiry (with Redis, a GET and a SET beside the lease and the save) but has no session to "
+        "keep. " + handle_summary(rows)
     )
-    title = "Sessions shared through Redis (serve-mcp --state-store)"
+    title = "Sessions and REPL handles shared through Redis (serve-mcp --state-store)"
     save_section("shared", title, rows, notes, save=not args.no_save)
 
 
