@@ -260,7 +260,8 @@ async def in_process(records: int, runs: int) -> InProcess:
                 paused = await scope.run_pausing({"code": WRITE.format(tag=tag)})
                 paused_in = time.perf_counter() - start
                 assert isinstance(paused, PausedSnippet), paused
-                size, snapshot = len(pack_paused(paused)), len(paused.snapshot)  # the last one's kept
+                # The pause record, and the snapshot parked as the REPL's state (the last one's kept).
+                size, snapshot = len(pack_paused(paused)), len(scope._parked or b"")
                 [held] = paused.held
                 start = time.perf_counter()
                 done = await scope.resume(paused, {held.call_id: Approval(True)})
@@ -292,7 +293,10 @@ def rows_for(store: Store, records: int, got: Measured, engine: InProcess) -> li
     extra = write["ask"].median - write["allow"].median
     pause_bytes = got.pause_bytes or engine.pause_bytes
     where = "in Redis" if got.pause_bytes else "in-process"
-    note = f"pause + resume adds {extra * 1e3:,.1f} ms; stored pause {size_text(pause_bytes)} ({where})"
+    note = (
+        f"pause + resume adds {extra * 1e3:,.1f} ms; pause record {size_text(pause_bytes)} ({where}), "
+        f"snapshot parked as the REPL {size_text(engine.snapshot_bytes)}"
+    )
     values: dict[str, Any] = {
         "records": records,
         "pause_resume_extra_seconds": extra,
@@ -373,8 +377,8 @@ def pause_summary(rows: list[Row]) -> str:
     def extra(row: Row) -> str:
         return f"{row.values['pause_resume_extra_seconds'] * 1e3:,.0f} ms"
 
-    def stored(row: Row) -> str:
-        return size_text(row.values["pause_bytes"])
+    def snapshot(row: Row) -> str:
+        return size_text(row.values["engine_snapshot_bytes"])
 
     def plain(row: Row) -> str:
         return f"{row.values['ask_extra_seconds'] * 1e3:+,.0f} ms"
@@ -388,19 +392,17 @@ def pause_summary(rows: list[Row]) -> str:
     sizes = " / ".join(f"{row.values['records']:,}" for row in rows if row.scenario == MEMORY_WRITE)
     return (
         f"In this run, for REPLs of {sizes} records, a pause and its resume added "
-        f"{listed(MEMORY_WRITE, extra)} in memory and {listed(REDIS_WRITE, extra)} through Redis; the "
-        f"stored pause was {listed(MEMORY_WRITE, stored)} (in memory) and {listed(REDIS_WRITE, stored)} "
-        "(in Redis), about the size of the REPL's own dump, since Monty's snapshot holds the whole "
-        "heap. The time grows with the REPL: a pausing run dumps the REPL before the snippet starts "
-        "(what the REPL goes back to while the pause waits) and dumps the paused snapshot; the resume "
-        "loads the snapshot into a fresh worker. That first dump is taken by every run under `ask` on "
-        "the stateless protocol, whether or not it calls a tool: the *no pause* rows, "
-        f"{listed(MEMORY_PLAIN, plain)} per call in memory. Through Redis one paused call moved "
-        f"{listed(REDIS_WRITE, moved('ask'))} the REPL's size in and out of Redis, against "
-        f"{listed(REDIS_WRITE, moved('allow'))} for the same call under allow (one read, one save): the "
-        "REPL as it was before the snippet is saved again at the pause, the pause is saved and taken, "
-        "the resuming instance reads that REPL, then replaces it with the snapshot and saves the "
-        "result."
+        f"{listed(MEMORY_WRITE, extra)} in memory and {listed(REDIS_WRITE, extra)} through Redis. The "
+        f"paused snippet's snapshot ({listed(MEMORY_WRITE, snapshot)}) is about the size of the REPL's "
+        "own dump, since Monty's snapshot holds the whole heap; it is parked as the REPL's state, saved "
+        "like any REPL, and the pause record beside it only says what the snippet waits on. The time "
+        "grows with the REPL: the pause dumps the snapshot, the resume loads it into a fresh worker. "
+        "A run under `ask` that calls no mutating tool pays nothing for being able to pause (the *no "
+        f"pause* rows: {listed(MEMORY_PLAIN, plain)} per call in memory against `allow`). Through "
+        f"Redis one paused call moved {listed(REDIS_WRITE, moved('ask'))} the REPL's size in and out "
+        f"of Redis, against {listed(REDIS_WRITE, moved('allow'))} for the same call under `allow` (one "
+        "read and one save per request): the pause saves the snapshot as the REPL, and the resume, "
+        "a request of its own, reads it and saves the REPL after."
     )
 
 
@@ -450,9 +452,10 @@ def main() -> None:
         "one instance of each; *Redis, two instances*: `--state-store redis://` with two instances of "
         "each behind the round-robin proxy, so the retry that resumes reaches the other instance than "
         "the request that paused (checked on the proxy).\n\n"
-        "The stored pause is read from Redis (`asyncai:pause:*`, while the snippet waits) or, in "
-        "memory, packed in-process from `ReplScope.run_pausing`'s `PausedSnippet`, where the pause and "
-        "the resume are also timed apart (engine alone, no HTTP). The Redis traffic is the bytes into "
+        "The pause record is read from Redis (`asyncai:pause:*`, while the snippet waits) or, in "
+        "memory, packed in-process from `ReplScope.run_pausing`'s `PausedSnippet`, where the snapshot "
+        "parked as the REPL is measured and the pause and the resume are timed apart (engine alone, no "
+        "HTTP). The Redis traffic is the bytes into "
         "and out of Redis during one more call of each. Sizes are after the repetitions: a REPL also "
         "grows a little with every snippet run.\n\n" + pause_summary(rows)
     )

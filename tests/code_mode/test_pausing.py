@@ -12,7 +12,7 @@ import pytest
 from asyncai.approvals.gate import Approval
 from asyncai.code_mode import CodeMode
 from asyncai.code_mode.engine.pausing import PausedSnippet, pack_paused, unpack_paused
-from asyncai.code_mode.engine.repl import ABANDONED_PAUSE, NO_ANSWER
+from asyncai.code_mode.engine.repl import ABANDONED_NOTE, ABANDONED_PAUSE, ABANDONED_REASON, NO_ANSWER
 from asyncai.state.stores import StateDiscarded, pack, unpack
 from asyncai.tools.types import ToolCallOutput
 
@@ -112,15 +112,24 @@ async def test_declined_the_call_raises_permission_error_where_it_was_made(
         await scope.aclose()
 
 
-async def test_a_new_snippet_abandons_the_pause_and_the_repl_is_as_before_it(
+async def test_a_new_snippet_first_finishes_the_paused_one_as_declined(
     asking: CodeMode, fake: FakeExecutor
 ) -> None:
     scope = asking.new_scope()
+    code = (
+        "x = 2\ntry:\n    await delete_item(name='web')\nexcept PermissionError as e:\n    why = str(e)\n"
+        "await delete_item(name='db')\nx = 3"
+    )
     try:
         await scope.run_pausing({"code": "x = 1"})
-        first = paused(await scope.run_pausing({"code": "x = 2\nawait delete_item(name='web')\nx = 3"}))
-        after = finished(await scope.run_pausing({"code": "x"}))
-        assert after.content.startswith("1"), after.content
+        first = paused(await scope.run_pausing({"code": code}))
+        after = finished(await scope.run_pausing({"code": "[x, why]"}))
+        assert after.content.startswith(ABANDONED_NOTE), after.content
+        # the held call refused where it was made, a later mutating call too (the snippet stopped there)
+        assert json.loads(after.content.removeprefix(ABANDONED_NOTE)) == [
+            2,
+            f"this call was not run: {ABANDONED_REASON}",
+        ]
         stale = finished(await scope.resume(first, {first.held[0].call_id: Approval(True)}))
         assert stale.is_error and stale.content == ABANDONED_PAUSE
         assert fake.spans == []

@@ -20,6 +20,7 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from asyncai.code_mode.engine.pausing import PausedSnippet
+from asyncai.code_mode.engine.repl import ABANDONED_NOTE, ABANDONED_REASON
 from asyncai.serve.pauses import PausedSnippets
 from asyncai.serve.server import PAUSE_GONE
 from tests.fakes.redis import redis_server
@@ -149,7 +150,9 @@ async def test_a_pause_nobody_answers_expires_and_its_retry_says_so(tmp_path: Pa
         serve_http("--state-store", store.url, *ASK, "--approval-wait", "1", env=ENV) as served,
     ):
         async with modern(served.url, Person()) as session:
-            arguments = {"code": WRITE.format("f")}
+            bound = await session.call_tool("run_code", {"code": "x = 1"})
+            handle = (bound.structured_content or {})["repl"]
+            arguments = {"code": "x = 2\n" + WRITE.format("f"), "repl": handle}
             first = await session.session.call_tool("run_code", arguments, allow_input_required=True)
             assert isinstance(first, mt.InputRequiredResult)
             watcher = redis.Redis.from_url(store.url)
@@ -164,9 +167,14 @@ async def test_a_pause_nobody_answers_expires_and_its_retry_says_so(tmp_path: Pa
                 input_responses=answer,
                 request_state=first.request_state,
             )
-            check = await session.call_tool("run_code", {"code": "1"})
+            after = await session.call_tool("run_code", {"code": "[x, r]", "repl": handle})
     assert late.is_error and PAUSE_GONE in late.content[0].text  # type: ignore[union-attr]
-    assert not check.is_error  # the instance goes on serving
+    # The REPL went on from the paused snippet, finished as if declined: nothing was written.
+    assert after.content[0].text.startswith(ABANDONED_NOTE)  # type: ignore[union-attr]
+    assert json.loads(after.content[0].text.removeprefix(ABANDONED_NOTE)) == [  # type: ignore[union-attr]
+        2,
+        f"this call was not run: {ABANDONED_REASON}",
+    ]
     assert not any('"stored": "f"' in line for line in served.stderr_lines)
 
 
@@ -187,11 +195,11 @@ def _wait_until_gone(client: redis.Redis, key: bytes | str, deadline: float = 10
 async def test_pauses_in_memory_expire_and_are_taken_once() -> None:
     now = [0.0]
     pauses = PausedSnippets(ttl=10, clock=lambda: now[0])
-    first = PausedSnippet(id="pause-" + "a" * 24, snapshot=b"x", held=())
+    first = PausedSnippet(id="pause-" + "a" * 24, held=())
     await pauses.save(first)
     assert (await pauses.take(first.id)) is not None and await pauses.take(first.id) is None
     for index in range(50):
-        await pauses.save(PausedSnippet(id=f"pause-{index:024d}", snapshot=b"x" * 1000, held=()))
+        await pauses.save(PausedSnippet(id=f"pause-{index:024d}", held=()))
         now[0] += 1
     assert len(pauses) <= 11  # the expired ones went as new ones came
     assert await pauses.take("pause-" + "0" * 24) is None  # expired

@@ -5,8 +5,9 @@ request; it answers ``input_required`` and the client retries with the answer, m
 instance. So a snippet run there is driven snapshot by snapshot (``feed_start``) instead of in
 one ``feed_run``: a mutating call that needs a person's decision is *held* (answered with a
 future), the read-only calls around it run on, and once only held calls remain the snippet's
-paused state (Monty's snapshot ``dump()``) becomes a ``PausedSnippet``. Its ``resume`` in a fresh
-worker settles each held call (run, or ``PermissionError``) and drives the rest the same way.
+paused state (Monty's snapshot ``dump()``) becomes the REPL's parked state and a ``PausedSnippet``
+says what it waits on. Its ``resume`` in a fresh worker settles each held call (run, or
+``PermissionError``) and drives the rest the same way.
 """
 
 from __future__ import annotations
@@ -44,10 +45,10 @@ class HeldCall:
 
 @dataclass(frozen=True)
 class PausedSnippet:
-    """A snippet stopped at its held calls, with everything its resumption needs."""
+    """What a snippet stopped at its held calls waits on, and what its resumption carries on
+    (its snapshot is the REPL's own parked state: ``ReplScope.resume``)."""
 
     id: str
-    snapshot: bytes
     held: tuple[HeldCall, ...]
     calls: tuple[NestedCall, ...] = ()
     """Nested calls made before the pause, for the audit and the report."""
@@ -58,8 +59,6 @@ class PausedSnippet:
     """Wall-clock seconds it ran before pausing (the wait for the person does not count)."""
     bound: tuple[str, ...] = ()
     kept_as_last_value: bool = False
-    preamble: str | None = None
-    """The fingerprint of the tool wrappers in the snapshot (as ``SavedScope.preamble``)."""
     owner: str = ""
     """Who may resume it (``serve.handles.caller_identity``)."""
     repl: str = ""
@@ -87,27 +86,24 @@ def pack_paused(paused: PausedSnippet) -> bytes:
         "elapsed": paused.elapsed,
         "bound": list(paused.bound),
         "kept_as_last_value": paused.kept_as_last_value,
-        "preamble": paused.preamble,
         "owner": paused.owner,
         "repl": paused.repl,
     }
-    return MAGIC + json.dumps(header).encode() + b"\n" + paused.snapshot
+    return MAGIC + json.dumps(header).encode()
 
 
 def unpack_paused(data: bytes) -> PausedSnippet:
     """The ``PausedSnippet`` packed in ``data``; ``StateDiscarded`` for anything else."""
     if not data.startswith(MAGIC):
         raise StateDiscarded("not a paused snippet (corrupt or foreign bytes)")
-    header_line, _, snapshot = data[len(MAGIC) :].partition(b"\n")
     try:
-        header = json.loads(header_line)
+        header = json.loads(data[len(MAGIC) :])
         if header["format"] != FORMAT:
             raise StateDiscarded(f"it has an unknown format ({header['format']!r})")
         if header["pydantic_monty"] != monty_version():
             raise StateDiscarded(f"it was saved by pydantic-monty {header['pydantic_monty']}")
         return PausedSnippet(
             id=str(header["id"]),
-            snapshot=snapshot,
             held=tuple(HeldCall(**call) for call in header["held"]),
             calls=tuple(NestedCall(**call) for call in header["calls"]),
             suspensions=int(header["suspensions"]),
@@ -116,7 +112,6 @@ def unpack_paused(data: bytes) -> PausedSnippet:
             elapsed=float(header["elapsed"]),
             bound=tuple(str(name) for name in header["bound"]),
             kept_as_last_value=bool(header["kept_as_last_value"]),
-            preamble=header["preamble"] if isinstance(header["preamble"], str) else None,
             owner=str(header["owner"]),
             repl=str(header["repl"]),
         )

@@ -16,7 +16,7 @@ from typing import Any
 import pydantic_monty as pm
 
 from asyncai.activity import QUIET, Activity, combined
-from asyncai.approvals.gate import Approval, Approver, MutationGate, MutationPolicy
+from asyncai.approvals.gate import Approval, ApprovalRequest, Approver, MutationGate, MutationPolicy
 from asyncai.code_mode.catalog.entries import CatalogEntry, Finder
 from asyncai.code_mode.catalog.host_functions import HOST_FUNCTIONS
 from asyncai.code_mode.catalog.observed import ObservedShapes
@@ -66,6 +66,11 @@ ABANDONED_PAUSE = (
     "or was reset. Nothing of it ran after the pause; run it again if it is still wanted."
 )
 NO_ANSWER = "no answer was given for it"
+ABANDONED_REASON = "the snippet waited for an approval that never came (a newer snippet ran first)"
+ABANDONED_NOTE = (
+    "[the snippet that waited for an approval was abandoned: its mutating calls were refused, the "
+    "rest of it ran, and what it bound is kept]"
+)
 RESTARTED_NOTE = "[the sandbox was restarted: variables from earlier run_code calls are gone]"
 INTERRUPT_GRACE_SECONDS = 1.0
 """How long an interrupted snippet may take to end once its tool calls failed, before it is
@@ -183,6 +188,8 @@ class ReplScope(ToolSource):
         """The dump of a scope that gave its worker back (``park``)."""
         self._restarted = False
         """State was lost (a parked dump that would not load): the next result says so."""
+        self._abandoned = False
+        """A paused snippet was finished unanswered (``_finish_abandoned``): the next result says so."""
         self.last_used = 0
         self._variables: list[BoundVariable] = []
         self._changed = False
@@ -266,7 +273,8 @@ class ReplScope(ToolSource):
     ) -> ToolCallOutput | PausedSnippet:
         """Run one snippet in which a mutating call that needs a person's decision (``ask``)
         pauses the snippet instead of waiting: the ``PausedSnippet`` then goes on in ``resume``.
-        Until then the REPL is as it was before the snippet, and a new run abandons the pause."""
+        Until then the paused snippet is the REPL's state (parked, saved like any other); a new
+        snippet first finishes it as if the person had declined (``_finish_abandoned``)."""
         return await self._snippet(arguments, None, activity, pausing=True)
 
     async def _snippet(
@@ -284,7 +292,6 @@ class ReplScope(ToolSource):
         self._changed = True
         try:
             async with self._lock:
-                self.paused_as = None  # a new snippet: a pause still waiting is abandoned
                 if arguments.get("restart") in (True, "true", "True", 1):
                     await self._reset()
                 asking = None if pausing else approver or self.setup.approver
@@ -296,7 +303,9 @@ class ReplScope(ToolSource):
                 text = result.text
                 if self._restarted and not arguments.get("restart"):
                     text = f"{RESTARTED_NOTE}\n{text}"
-                self._restarted = False
+                if self._abandoned:
+                    text = f"{ABANDONED_NOTE}\n{text}"
+                self._restarted = self._abandoned = False
                 return ToolCallOutput(content=text, is_error=result.is_error, audit=dispatcher.audit())
         finally:
             self.setup.room.poke()
@@ -310,7 +319,7 @@ class ReplScope(ToolSource):
         self._changed = True
         try:
             async with self._lock:
-                if self.paused_as != paused.id:
+                if self.paused_as != paused.id or self._parked is None:
                     return ToolCallOutput.error(ABANDONED_PAUSE)
                 self.paused_as = None
                 dispatcher = self._dispatcher(MutationGate(self.setup.mutations), activity)
@@ -376,14 +385,9 @@ class ReplScope(ToolSource):
             worker = await self._ensure_worker()
         except _StateLost as exc:
             return RunCodeText(f"error: could not start the sandbox: {exc}", is_error=True)
-        before = None
-        if pausing and not dispatcher.gate.open:
-            # What the REPL goes back to if the snippet pauses: a new run, or an expired pause.
-            with contextlib.suppress(Exception):
-                before = await worker.dump()
         capture = PrintCapture(self.limits.max_print_bytes)
         fed = bind_last_value(code, scan.value_at)
-        snippet = _Snippet(scan.bound, scan.value_at is not None, before)
+        snippet = _Snippet(scan.bound, scan.value_at is not None)
         remaining = self.limits.wall_timeout - (asyncio.get_running_loop().time() - started)
         return await self._supervise(
             worker,
@@ -397,27 +401,29 @@ class ReplScope(ToolSource):
     async def _resume(
         self, paused: PausedSnippet, approvals: Mapping[int, Approval], dispatcher: SnippetDispatcher
     ) -> RunCodeText | PausedSnippet:
-        snippet = _Snippet(paused.bound, paused.kept_as_last_value, self._parked)
+        snippet = _Snippet(paused.bound, paused.kept_as_last_value)
+        parked = self._parked
+        assert parked is not None  # ``resume`` checked
         await self._reset_worker()
         try:
             worker = await self._checkout()
         except _StateLost as exc:
             return RunCodeText(f"error: could not start the sandbox: {exc}", is_error=True)
-        self._worker, self._parked = worker, None  # the snapshot is the REPL from here on
+        self._worker = worker
         self._checked_version = -1
-        same = paused.preamble is not None and paused.preamble == self.setup.preamble()[1]
-        self._catalog_version = self.setup.catalog_version if same else -1
         capture = PrintCapture(self.limits.max_print_bytes)
         capture("stdout", paused.printed)
         capture.dropped += paused.printed_dropped
 
         async def start() -> Any:
             snapshot = await worker.load_snapshot(
-                paused.snapshot,
+                parked,
                 external_lookup={HOST_CALL: dispatcher.call},
                 os=dispatcher.deny_os,
                 print_callback=capture,
             )
+            # Loaded: from here on the worker holds the REPL (a failure resets it as any run's would).
+            self._parked, self.paused_as = None, None
             if not isinstance(snapshot, pm.AsyncFutureSnapshot):
                 raise RuntimeError("the paused snippet did not load as one waiting for its calls")
             outcomes = await asyncio.gather(
@@ -506,8 +512,8 @@ class ReplScope(ToolSource):
         snippet: _Snippet,
         ran: float,
     ) -> PausedSnippet | RunCodeText:
-        """The snippet waits for a person: its snapshot goes into a ``PausedSnippet`` and the worker
-        goes back; the REPL is the one from before the snippet until the pause is resumed."""
+        """The snippet waits for a person: its snapshot is parked as the REPL's state (saved as any
+        parked REPL is), the worker goes back, and the ``PausedSnippet`` says what it waits on."""
         try:
             snapshot = held.snapshot.dump()
         except Exception as exc:  # a worker that died at the pause: nothing to resume
@@ -520,14 +526,10 @@ class ReplScope(ToolSource):
         self._worker = None
         self.setup.room.leave(self)
         await asyncio.shield(release(worker, discard=True))  # it is mid-feed: no other snippet can use it
-        self._parked = snippet.before
-        if snippet.before is None:
-            self._forget_variables()
-            self._restarted = True
-        current = self._catalog_version == self.setup.catalog_version
+        self._parked = snapshot
+        self._remember(snippet.bound)  # bound when it ends, resumed or abandoned
         paused = PausedSnippet(
             id=new_pause_id(),
-            snapshot=snapshot,
             held=tuple(held.held.values()),
             calls=tuple(dispatcher.calls),
             suspensions=dispatcher.suspensions,
@@ -536,7 +538,6 @@ class ReplScope(ToolSource):
             elapsed=ran,
             bound=snippet.bound,
             kept_as_last_value=snippet.kept_as_last_value,
-            preamble=self.setup.preamble()[1] if current else None,
         )
         self.paused_as = paused.id
         log_event("code_mode.paused", pause=paused.id, held=[call.tool for call in paused.held])
@@ -818,7 +819,10 @@ class ReplScope(ToolSource):
         if self._parked is None:
             return False
         try:
-            await worker.load_session(self._parked)
+            if self.paused_as is not None:
+                await self._finish_abandoned(worker, self._parked)
+            else:
+                await worker.load_session(self._parked)
         except Exception as exc:
             log_event("code_mode.restore_failed", logging.WARNING, error=_error_text(exc))
             self._parked = None
@@ -827,6 +831,31 @@ class ReplScope(ToolSource):
             return False
         self._parked = None  # only once it is loaded: a cancel before keeps it
         return True
+
+    async def _finish_abandoned(self, worker: pm.AsyncMontySession, snapshot: bytes) -> None:
+        """A paused snippet nobody resumed (a new snippet came first, or the answer never did): it
+        ends as if the person had declined, every later mutating call refused too, its output
+        unread. What it bound stays, as after any snippet that raised."""
+        log_event("code_mode.pause_abandoned", pause=self.paused_as)
+        refusal = Approval(False, ABANDONED_REASON)
+        dispatcher = self._dispatcher(MutationGate("ask", _Refusing(refusal)), None)
+        loaded = await worker.load_snapshot(
+            snapshot,
+            external_lookup={HOST_CALL: dispatcher.call},
+            os=dispatcher.deny_os,
+            print_callback=_discard_print,
+        )
+        self.paused_as, self._abandoned = None, True
+        try:
+            async with asyncio.timeout(self.limits.wall_timeout):
+                if isinstance(loaded, pm.AsyncFutureSnapshot):
+                    error = PermissionError(f"this call was not run: {ABANDONED_REASON}")
+                    loaded = await loaded.resume({i: {"exception": error} for i in loaded.pending_call_ids})
+                await drive(loaded, lambda _: None, {})
+        except pm.MontyRuntimeError:
+            pass  # it raised: what it bound before stays, as for any snippet
+        finally:
+            await dispatcher.settle()
 
     async def _feed_new_wrappers(self, worker: pm.AsyncMontySession) -> None:
         """The wrapped servers' tools changed: define the current functions (variables stay)."""
@@ -926,8 +955,16 @@ class _Snippet:
 
     bound: tuple[str, ...]
     kept_as_last_value: bool
-    before: bytes | None = None
-    """The REPL's dump from before the snippet, for a run that may pause."""
+
+
+@dataclass(frozen=True)
+class _Refusing:
+    """The approver of an abandoned snippet: every mutating call is refused, saying why."""
+
+    refusal: Approval
+
+    async def approve(self, request: ApprovalRequest) -> Approval:
+        return self.refusal
 
 
 def _holder(dispatcher: SnippetDispatcher) -> Holder:
