@@ -278,6 +278,8 @@ async def in_process(records: int, runs: int) -> InProcess:
 
 
 def size_text(size: float) -> str:
+    if size < 1024:
+        return f"{size:,.0f} B"
     return f"{size / 2**20:,.1f} MiB" if size >= 2**20 else f"{size / 1024:,.0f} KiB"
 
 
