@@ -28,6 +28,11 @@ a dict, or a callable ``(request_body) -> dict`` for dynamic answers. Dict keys 
 ``resend_name``        streaming: repeat the function name on every delta
 ``fresh_ids``          streaming: a new id on every argument delta (LM Studio style)
 ``usage``              streaming: send the ``choices: []`` usage chunk (default ``True``)
+``hold_at``            streaming: before chunk N, wait until the test sets ``release`` (a
+                       ``threading.Event`` it gives as ``release``); ``holding`` is set meanwhile
+``chunk_delay``        streaming: seconds between chunks (a model writing at a given rate)
+
+``stream_ended`` records ``time.perf_counter()`` after each streamed answer's last chunk went out.
 
 When the script runs out the server answers HTTP 500 "script exhausted".
 """
@@ -37,9 +42,12 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -90,6 +98,7 @@ class ScriptedOpenAI:
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
+        self.stream_ended: list[float] = []
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
@@ -193,7 +202,7 @@ class ScriptedOpenAI:
             stream = bool(body.get("stream"))
         if stream:
             chunks = self._chunks(spec, calls, finish_reason, number)
-            return StreamingResponse(_sse(chunks), media_type="text/event-stream", headers=headers)
+            return StreamingResponse(self._sse(chunks, spec), media_type="text/event-stream", headers=headers)
         message: dict[str, Any] = {"role": "assistant", "content": spec.get("content")}
         if spec.get("reasoning_content") is not None:
             message["reasoning_content"] = spec["reasoning_content"]
@@ -277,8 +286,13 @@ class ScriptedOpenAI:
             )
         return chunks
 
-
-async def _sse(chunks: list[dict[str, Any]]) -> AsyncIterator[bytes]:
-    for item in chunks:
-        yield f"data: {json.dumps(item)}\n\n".encode()
-    yield b"data: [DONE]\n\n"
+    async def _sse(self, chunks: list[dict[str, Any]], spec: dict[str, Any]) -> AsyncIterator[bytes]:
+        for number, item in enumerate(chunks):
+            if number == spec.get("hold_at"):
+                spec["holding"].set()
+                await anyio.to_thread.run_sync(spec["release"].wait, 30)
+            elif number and spec.get("chunk_delay"):
+                await anyio.sleep(spec["chunk_delay"])  # the model's writing speed, not synchronisation
+            yield f"data: {json.dumps(item)}\n\n".encode()
+        yield b"data: [DONE]\n\n"
+        self.stream_ended.append(time.perf_counter())

@@ -43,6 +43,8 @@ class BackendConfig:
     max_rounds: int = 8
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     stream: bool = False
+    eager: bool = True
+    """Run a streamed ``run_code`` snippet's statements while the rest is still arriving."""
     request_timeout: float = 300.0
     connect_timeout: float = 10.0
     max_retries: int = 3

@@ -21,6 +21,7 @@ import httpx2
 from asyncai.activity import QUIET, Activity
 from asyncai.backend import wire
 from asyncai.backend.config import FINAL_ROUND_INSTRUCTION, NO_ANSWER_TEXT, BackendConfig, Message
+from asyncai.backend.eager import EagerCalls, EagerExecutor, EagerRun
 from asyncai.backend.harness import ModelTurn, SessionHarness
 from asyncai.backend.metrics import TurnSummary
 from asyncai.humanize import one_line, seconds
@@ -232,7 +233,13 @@ class OpenAiCompatibleBackend:
                     run=run_id,
                 )
                 self.activity.model_request(round_number)
-                turn = await self.complete(body)
+                eager = self._eager_calls(executor, body, final)
+                try:
+                    turn = await self.complete(body, eager)
+                except BaseException:
+                    if eager is not None:
+                        await asyncio.shield(eager.abandon())
+                    raise
                 if final or not turn.tool_calls or not tool_json:
                     if turn.tool_calls:
                         log_event(
@@ -241,6 +248,8 @@ class OpenAiCompatibleBackend:
                             tools=[c.name for c in turn.tool_calls],
                             reason="tools were withdrawn" if final else "no tools are offered",
                         )
+                    if eager is not None:
+                        await eager.abandon()  # calls that will not run (tools were withdrawn)
                     reply = turn.content.strip() if turn.content else ""
                     reply = reply or NO_ANSWER_TEXT
                     final_message = wire.assistant_message(reply, [], turn.reasoning_content)
@@ -254,7 +263,10 @@ class OpenAiCompatibleBackend:
                 run_messages.append(calls_message)
                 if session is not None:
                     session.assistant_turn(calls_message, self._model_turn(turn))
-                outputs = await asyncio.gather(*(self._call(executor, c) for c in calls))
+                runs = eager.runs if eager is not None else {}
+                outputs = await asyncio.gather(
+                    *(self._call(executor, c, runs.pop(i, None)) for i, c in enumerate(calls))
+                )
                 for call, output in zip(calls, outputs, strict=True):
                     summary.add_output(output)
                     result_message = wire.tool_message(call.id, output.content)
@@ -278,16 +290,35 @@ class OpenAiCompatibleBackend:
     def _model_turn(self, turn: wire.AssistantTurn) -> ModelTurn:
         return ModelTurn(model=self.config.model, finish_reason=turn.finish_reason, usage=turn.usage)
 
-    async def _call(self, executor: ToolSource, call: wire.PreparedCall) -> ToolCallOutput:
+    def _eager_calls(self, executor: ToolSource, body: dict[str, Any], final: bool) -> EagerCalls | None:
+        """Where this round's streamed ``run_code`` snippets start running early, if they do."""
+        if (
+            not self.config.eager
+            or final
+            or not body.get("stream")
+            or not isinstance(executor, EagerExecutor)
+        ):
+            return None
+        return EagerCalls(executor)
+
+    async def _call(
+        self, executor: ToolSource, call: wire.PreparedCall, eager: EagerRun | None = None
+    ) -> ToolCallOutput:
         extra: dict[str, Any] = {"error": call.error} if call.error is not None else {}
         log_event("model.tool_call", tool=call.name, id=call.id, arguments=call.arguments, **extra)
         if call.error is not None or call.arguments is None:
             output = ToolCallOutput.error(call.error or f"error: unusable call to {call.name}")
+            ran = await eager.abandon() if eager is not None else None
+            if ran:  # statements of it ran while it streamed: the model must know
+                output = ToolCallOutput.error(f"{output.content}\n{ran}")
         else:
             self.activity.tool_started(call.name, call.arguments)
             started = time.monotonic()
             try:
-                output = await executor.call_tool(call.name, call.arguments)
+                if eager is not None:
+                    output = await eager.finish(call.arguments)
+                else:
+                    output = await executor.call_tool(call.name, call.arguments)
             except Exception as exc:  # a tool must never end the run
                 output = ToolCallOutput.error(f"error: tool {call.name} failed: {type(exc).__name__}: {exc}")
             self.activity.tool_finished(call.name, output, time.monotonic() - started)
@@ -303,17 +334,26 @@ class OpenAiCompatibleBackend:
     # ------------------------------------------------------------------------------------------
     # HTTP
 
-    async def complete(self, body: dict[str, Any]) -> wire.AssistantTurn:
-        """One chat-completions request with bounded retries (429, 5xx, connection errors)."""
+    async def complete(self, body: dict[str, Any], eager: EagerCalls | None = None) -> wire.AssistantTurn:
+        """One chat-completions request with bounded retries (429, 5xx, connection errors);
+        ``eager`` is told of streamed tool-call arguments as they arrive."""
         content = dumps_compact(body).encode("utf-8")
         headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
         if self.config.api_key:
             headers["authorization"] = f"Bearer {self.config.api_key}"
         attempts = self.config.max_retries + 1
         for attempt in range(1, attempts + 1):
-            outcome = await self._attempt(content, headers, bool(body.get("stream")))
+            outcome = await self._attempt(content, headers, bool(body.get("stream")), eager)
             if isinstance(outcome, wire.AssistantTurn):
                 return outcome
+            ran = await eager.abandon() if eager is not None else []
+            if ran:  # a retry would stream the same statements again and run them twice
+                raise ModelServerError(
+                    f"{outcome.describe(attempt)}; not retried, since statements of the snippet had already "
+                    f"run: {' '.join(ran)}",
+                    url=self.url,
+                    status=outcome.status,
+                )
             if not outcome.retryable or attempt == attempts:
                 raise ModelServerError(outcome.describe(attempt), url=self.url, status=outcome.status)
             delay = self.config.backoff_base * (2 ** (attempt - 1))
@@ -333,7 +373,7 @@ class OpenAiCompatibleBackend:
         raise AssertionError("unreachable")
 
     async def _attempt(
-        self, content: bytes, headers: dict[str, str], stream: bool
+        self, content: bytes, headers: dict[str, str], stream: bool, eager: EagerCalls | None = None
     ) -> wire.AssistantTurn | _HttpFailure:
         try:
             async with self._client.stream("POST", self.url, content=content, headers=headers) as response:
@@ -344,7 +384,7 @@ class OpenAiCompatibleBackend:
                     )
                 content_type = response.headers.get("content-type", "")
                 if stream and "text/event-stream" in content_type:
-                    return await self._read_stream(response)
+                    return await self._read_stream(response, eager)
                 raw = await response.aread()
         except httpx2.HTTPError as exc:
             return _transport_failure(self.url, exc, self.config.request_timeout)
@@ -365,8 +405,10 @@ class OpenAiCompatibleBackend:
                 url=self.url,
             ) from exc
 
-    async def _read_stream(self, response: httpx2.Response) -> wire.AssistantTurn:
+    async def _read_stream(self, response: httpx2.Response, eager: EagerCalls | None) -> wire.AssistantTurn:
         accumulator = wire.StreamAccumulator()
+        if eager is not None:
+            accumulator.on_arguments = eager.on_arguments
         async for line in response.aiter_lines():
             data = wire.sse_data(line)
             if data is None or not data:

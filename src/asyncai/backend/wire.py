@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -236,6 +236,8 @@ class StreamAccumulator:
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
         self.saw_content = False
+        self.on_arguments: Callable[[int, str | None, str], None] | None = None
+        """Told ``(position, name, arguments so far)`` as each call's arguments stream in."""
 
     def feed(self, chunk: Any) -> str:
         """Take one chunk; the reply text it added (``""`` when none)."""
@@ -297,6 +299,8 @@ class StreamAccumulator:
         arguments = function.get("arguments")
         if isinstance(arguments, str):
             call.arg_parts.append(arguments)
+            if self.on_arguments is not None and arguments:
+                self.on_arguments(position, call.name, "".join(call.arg_parts))
         elif arguments is not None:
             call.arg_object = arguments
 

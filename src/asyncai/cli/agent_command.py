@@ -74,6 +74,7 @@ def backend_config(settings: Settings, *, stream_by_default: bool = False) -> Ba
             max_rounds=settings.count("max_rounds", 8),
             system_prompt=system or DEFAULT_SYSTEM_PROMPT,
             stream=settings.switch("stream", stream_by_default),
+            eager=settings.switch("eager", True),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None

@@ -135,6 +135,12 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="SSE streaming responses (on in the chat on a terminal, off elsewhere)",
     )
+    group.add_argument(
+        "--eager",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run a streamed snippet's statements that change nothing while the rest arrives (on)",
+    )
 
 
 ENV_NAMES = {"base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY", "model": "ASYNCAI_MODEL"}

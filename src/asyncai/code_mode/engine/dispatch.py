@@ -102,6 +102,9 @@ class SnippetDispatcher:
     """Set once the suspension budget is spent: the snippet then ends as an error, caught or not."""
     interrupted: bool = False
     """The run was stopped from outside: tool calls fail in the snippet (``interrupt``)."""
+    mutations_held: asyncio.Future[Approval] | None = None
+    """While set, a mutating call waits for it before the gate (a snippet still streaming:
+    ``EagerSnippet``); a refusal raises ``PermissionError`` at the call."""
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     def _count_suspension(self) -> None:
@@ -200,7 +203,11 @@ class SnippetDispatcher:
         # Without --verbose only mutating calls are logged, always: short previews, never the result.
         verbose = logger.isEnabledFor(logging.INFO)
         limit = TEXT_PREVIEW_CHARS if verbose else AUDIT_PREVIEW_CHARS
-        if record.mutating and not self.gate.open:
+        if record.mutating and self.mutations_held is not None:
+            held = await self._held(self.mutations_held)
+            if not held.allowed:
+                approval = held
+        if record.mutating and (not self.gate.open or approval is not None):
             if approval is None:
                 approval = await self._approval(ApprovalRequest(record.tool, py_name, arguments))
             if not approval.allowed:
@@ -269,6 +276,12 @@ class SnippetDispatcher:
         if payload is None:
             raise RuntimeError(content)
         return payload.as_host_reply()
+
+    async def _held(self, decided: asyncio.Future[Approval]) -> Approval:
+        """Wait, off the wall clock, until the snippet's whole source is known and checked."""
+        pause = self.clock.paused() if self.clock is not None else contextlib.nullcontext()
+        async with pause:
+            return await asyncio.shield(decided)
 
     async def _approval(self, request: ApprovalRequest) -> Approval:
         """The gate's decision; the wall clock stops while a person decides. A failing approver

@@ -30,6 +30,7 @@ from asyncai.code_mode.engine.contract import (
     hide_frames,
 )
 from asyncai.code_mode.engine.dispatch import SnippetDispatcher, refuse_os
+from asyncai.code_mode.engine.eager import Statement, complete_statements, runs_early
 from asyncai.code_mode.engine.pausing import (
     HeldCall,
     Holder,
@@ -48,7 +49,9 @@ from asyncai.code_mode.engine.variables import (
     bind_last_value,
     format_note,
     note_candidates,
+    parse_snippet,
     probe_source,
+    scan_snippet,
     scan_snippet_off_loop,
 )
 from asyncai.code_mode.sandbox.sandboxes import Sandbox, release
@@ -66,6 +69,7 @@ ABANDONED_PAUSE = (
     "or was reset. Nothing of it ran after the pause; run it again if it is still wanted."
 )
 NO_ANSWER = "no answer was given for it"
+CUT_OFF = "the run_code call was cut off before the whole snippet arrived"
 ABANDONED_REASON = "the snippet waited for an approval that never came (a newer snippet ran first)"
 ABANDONED_NOTE = (
     "[the snippet that waited for an approval was abandoned: its mutating calls were refused, the "
@@ -277,6 +281,21 @@ class ReplScope(ToolSource):
         snippet first finishes it as if the person had declined (``_finish_abandoned``)."""
         return await self._snippet(arguments, None, activity, pausing=True)
 
+    def eager(self, *, approver: Approver | None = None, activity: Activity | None = None) -> EagerSnippet:
+        """A snippet run while it is still being written (``engine.eager``): give it the code so far
+        with ``update``, then ``finish`` it with the call's arguments, or ``abandon`` it."""
+        return EagerSnippet(self, approver, activity)
+
+    def _noted(self, result: RunCodeText, arguments: Mapping[str, Any]) -> str:
+        """The result's text with what the model must know of the REPL first."""
+        text = result.text
+        if self._restarted and not arguments.get("restart"):
+            text = f"{RESTARTED_NOTE}\n{text}"
+        if self._abandoned:
+            text = f"{ABANDONED_NOTE}\n{text}"
+        self._restarted = self._abandoned = False
+        return text
+
     async def _snippet(
         self,
         arguments: dict[str, Any],
@@ -300,12 +319,7 @@ class ReplScope(ToolSource):
                 await dispatcher.settle()
                 if isinstance(result, PausedSnippet):
                     return result
-                text = result.text
-                if self._restarted and not arguments.get("restart"):
-                    text = f"{RESTARTED_NOTE}\n{text}"
-                if self._abandoned:
-                    text = f"{ABANDONED_NOTE}\n{text}"
-                self._restarted = self._abandoned = False
+                text = self._noted(result, arguments)
                 return ToolCallOutput(content=text, is_error=result.is_error, audit=dispatcher.audit())
         finally:
             self.setup.room.poke()
@@ -370,11 +384,19 @@ class ReplScope(ToolSource):
         return None
 
     async def _run(
-        self, code: str, dispatcher: SnippetDispatcher, *, pausing: bool
+        self,
+        code: str,
+        dispatcher: SnippetDispatcher,
+        *,
+        pausing: bool,
+        capture: PrintCapture | None = None,
+        spent: float = 0.0,
     ) -> RunCodeText | PausedSnippet:
-        started = asyncio.get_running_loop().time()
+        """Run ``code``; ``capture`` and ``spent`` (wall-clock seconds) carry on from statements of
+        the same snippet that ran before (``EagerSnippet``)."""
+        started = asyncio.get_running_loop().time() - spent
         try:  # the scan counts against the wall clock: a huge snippet is scanned off the loop
-            async with asyncio.timeout(self.limits.wall_timeout):
+            async with asyncio.timeout(max(self.limits.wall_timeout - spent, 0.0)):
                 scan = await scan_snippet_off_loop(code, self.setup.catalog.keys())
         except TimeoutError:
             return self._format_error(self._wall_clock_text(ran=False, chars=len(code)))
@@ -385,7 +407,7 @@ class ReplScope(ToolSource):
             worker = await self._ensure_worker()
         except _StateLost as exc:
             return RunCodeText(f"error: could not start the sandbox: {exc}", is_error=True)
-        capture = PrintCapture(self.limits.max_print_bytes)
+        capture = capture or PrintCapture(self.limits.max_print_bytes)
         fed = bind_last_value(code, scan.value_at)
         snippet = _Snippet(scan.bound, scan.value_at is not None)
         remaining = self.limits.wall_timeout - (asyncio.get_running_loop().time() - started)
@@ -988,3 +1010,187 @@ async def _decided(dispatcher: SnippetDispatcher, call: HeldCall, approval: Appr
 
 def _discard_print(stream: str, text: str) -> None:
     """Preamble output must not reach the host's stdout."""
+
+
+class EagerSnippet:
+    """A ``run_code`` snippet fed to its REPL while the model is still writing it.
+
+    Each complete top-level statement that ``eager.runs_early`` allows runs as soon as the next one
+    has begun; feeding stops at the first it does not allow, and the rest (always at least the last
+    statement, whose value is the snippet's) runs once ``finish`` brings the whole call and the whole
+    snippet compiled and passed the scan. A mutating call reached anyway before then waits for that.
+    One dispatcher, one print capture and one wall clock serve the whole snippet; the time spent
+    waiting for the model does not count. The scope is held from the start.
+    """
+
+    def __init__(self, scope: ReplScope, approver: Approver | None, activity: Activity | None) -> None:
+        self.scope = scope
+        self.ran: list[str] = []
+        """The first line of each statement that ran early, in order."""
+        self._prefix = ""
+        self._fed_lines = 0
+        self._changed = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        self._arguments: asyncio.Future[dict[str, Any] | None] = loop.create_future()
+        self._release: asyncio.Future[Approval] = loop.create_future()
+        """What a mutating call reached before the end waits for: allowed once the whole snippet
+        passed its checks, refused otherwise."""
+        gate = MutationGate(scope.setup.mutations, approver or scope.setup.approver)
+        self._dispatcher = scope._dispatcher(gate, activity)
+        self._dispatcher.mutations_held = self._release
+        self._task = asyncio.ensure_future(self._work())
+
+    def update(self, code: str) -> None:
+        """The ``code`` argument as streamed so far."""
+        if code != self._prefix:
+            self._prefix = code
+            self._changed.set()
+
+    async def finish(self, arguments: dict[str, Any]) -> ToolCallOutput:
+        """The call is complete: run the rest of the snippet (if it passes) and return its result."""
+        refusal = self._check(arguments)
+        if not self._release.done():
+            self._release.set_result(Approval(True) if refusal is None else Approval(False, refusal))
+        if not self._arguments.done():
+            self._arguments.set_result(arguments)
+        return await self._task
+
+    async def abandon(self) -> str | None:
+        """The call never completed (a cut stream, unusable arguments): nothing more runs. A report
+        of the statements that ran early, if any did."""
+        if not self._release.done():
+            self._release.set_result(Approval(False, CUT_OFF))
+        if not self._arguments.done():
+            self._arguments.set_result(None)
+        output = await self._task
+        return output.content if self.ran else None
+
+    def _fed(self) -> str:
+        return "".join(self._prefix.splitlines(keepends=True)[: self._fed_lines])
+
+    def _check(self, arguments: Mapping[str, Any]) -> str | None:
+        """Why the rest of the snippet must not run (``None``: it may), from the whole call."""
+        code = arguments.get("code")
+        if not isinstance(code, str):
+            return "the call has no code"
+        if not code.startswith(self._fed()):
+            return "the finished code differs from the code that streamed"
+        if arguments.get("restart") in (True, "true", "True", 1):
+            return "restart was asked for after statements had already run"
+        if parse_snippet(code) is None:
+            return "the finished snippet does not compile"
+        if self.scope._refusal(scan_snippet(code, self.scope.setup.catalog.keys())) is not None:
+            return "the finished snippet was refused"
+        return None
+
+    async def _work(self) -> ToolCallOutput:
+        scope = self.scope
+        scope.setup.room.touch(scope)
+        scope._changed = True
+        try:
+            async with scope._lock:
+                return await self._run()
+        finally:
+            scope.setup.room.poke()
+
+    async def _run(self) -> ToolCallOutput:
+        scope, dispatcher = self.scope, self._dispatcher
+        capture = PrintCapture(scope.limits.max_print_bytes)
+        spent = 0.0
+        bound: set[str] = set()
+        failed: RunCodeText | None = None
+        feeding = True
+        while not self._arguments.done():
+            for statement in complete_statements(self._prefix, self._fed_lines) if feeding else ():
+                scan = scan_snippet(statement.source, scope.setup.catalog.keys())
+                if not runs_early(statement, scope.setup.catalog, bound) or scope._refusal(scan) is not None:
+                    feeding = False
+                    break
+                started = asyncio.get_running_loop().time()
+                result = await self._feed(statement, scan, capture, spent)
+                spent += asyncio.get_running_loop().time() - started
+                self._fed_lines = statement.start_line - 1 + statement.source.count("\n")
+                self.ran.append(statement.source.splitlines()[0])
+                bound.update(scan.bound)
+                log_event("code_mode.eager_statement", line=statement.start_line, is_error=result.is_error)
+                if result.is_error:  # it raised: the snippet ends here, as it would have anyway
+                    failed, feeding = result, False
+                    break
+            await _first_of(self._changed.wait(), self._arguments)
+            self._changed.clear()
+        arguments = self._arguments.result()
+        decision = self._release.result()
+        await dispatcher.settle()
+        if arguments is None:
+            return self._stopped(CUT_OFF)
+        if not self.ran:  # nothing ran early: the whole snippet runs as it would have
+            return await self._run_whole(arguments)
+        if not decision.allowed:
+            return self._stopped(decision.reason)
+        if failed is not None:
+            return self._output(failed, arguments)
+        # Blank lines in place of what ran: the rest keeps its line numbers in tracebacks.
+        tail = "\n" * self._fed_lines + arguments["code"][len(self._fed()) :]
+        rest = await scope._run(tail, dispatcher, pausing=False, capture=capture, spent=spent)
+        assert isinstance(rest, RunCodeText)  # a run that does not pause
+        if self.ran:
+            log_event("code_mode.eager", statements=len(self.ran), calls=len(dispatcher.calls))
+        return self._output(rest, arguments)
+
+    async def _run_whole(self, arguments: dict[str, Any]) -> ToolCallOutput:
+        code = arguments.get("code")
+        if not isinstance(code, str):
+            return ToolCallOutput.error('error: run_code needs {"code": "<python source>"}')
+        if arguments.get("restart") in (True, "true", "True", 1):
+            await self.scope._reset()
+        self._dispatcher.mutations_held = None
+        result = await self.scope._run(code, self._dispatcher, pausing=False)
+        assert isinstance(result, RunCodeText)  # a run that does not pause
+        return self._output(result, arguments)
+
+    async def _feed(
+        self, statement: Statement, scan: SnippetScan, capture: PrintCapture, spent: float
+    ) -> RunCodeText:
+        scope = self.scope
+        numbered = "\n" * (statement.start_line - 1) + statement.source  # its lines as in the snippet
+        try:
+            worker = await scope._ensure_worker()
+        except _StateLost as exc:
+            return RunCodeText(f"error: could not start the sandbox: {exc}", is_error=True)
+        outcome = await scope._supervise(
+            worker,
+            lambda: scope._feed(worker, numbered, self._dispatcher, capture, scan),
+            self._dispatcher,
+            capture,
+            scope.limits.wall_timeout - spent,
+            _Snippet(scan.bound, False),
+        )
+        assert isinstance(outcome, RunCodeText)  # a feed that does not pause
+        return outcome
+
+    def _output(self, result: RunCodeText, arguments: Mapping[str, Any]) -> ToolCallOutput:
+        text = self.scope._noted(result, arguments)
+        return ToolCallOutput(content=text, is_error=result.is_error, audit=self._dispatcher.audit())
+
+    def _stopped(self, why: str) -> ToolCallOutput:
+        """The snippet stopped after its early statements: say so, and what they were."""
+        listed = "\n".join(f"- {line}" for line in self.ran)
+        text = (
+            f"error: {why}, so the rest of the snippet did not run. These statements had already run "
+            f"while it streamed, and the REPL keeps what they did:\n{listed}"
+            if self.ran
+            else f"error: {why}; nothing ran."
+        )
+        report = self._dispatcher.calls_report()
+        if report is not None:
+            text = f"{text}\n{report}"
+        return ToolCallOutput(content=text, is_error=True, audit=self._dispatcher.audit())
+
+
+async def _first_of(waiting: Awaitable[Any], future: asyncio.Future[Any]) -> None:
+    """Until ``waiting`` is done or ``future`` is."""
+    task = asyncio.ensure_future(waiting)
+    try:
+        await asyncio.wait({task, future}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        task.cancel()

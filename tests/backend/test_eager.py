@@ -1,0 +1,197 @@
+"""Snippets that run while the model still writes them: the scripted model streams a ``run_code``
+call and holds its stream part way; what ran by then, and when the server saw each call, shows what
+ran early (real workers; the tools are in-memory functions that record their calls)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from asyncai.backend.config import BackendConfig
+from asyncai.backend.eager import streamed_code
+from asyncai.backend.openai import OpenAiCompatibleBackend
+from asyncai.code_mode import CodeMode
+from asyncai.code_mode.engine.eager import Statement, complete_statements, runs_early
+from asyncai.code_mode.engine.repl import ReplScope
+from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor
+from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
+
+pytestmark = pytest.mark.anyio
+ARG_CHUNK = 6
+
+
+@pytest.fixture
+def fake() -> FakeExecutor:
+    return FakeExecutor()
+
+
+@pytest.fixture
+async def scope(fake: FakeExecutor) -> AsyncIterator[ReplScope]:
+    async with CodeMode(fake, TEST_LIMITS) as executor:
+        scope = executor.new_scope()
+        try:
+            yield scope
+        finally:
+            await scope.aclose()
+
+
+def held_reply(code: str, after: str) -> dict[str, Any]:
+    """A ``run_code`` call streamed ``ARG_CHUNK`` characters at a time, held once ``after`` (a part
+    of ``code``) and the first word after it have gone out, until the test releases it."""
+    arguments = json.dumps({"code": code})
+    sent = arguments.index(json.dumps(after)[1:-1]) + len(json.dumps(after)[1:-1]) + 4
+    # chunk 0 is the role, 1 the call's name and id, then the argument pieces
+    hold_at = 2 + -(-sent // ARG_CHUNK)
+    return tool_reply(
+        call("run_code", arguments),
+        arg_chunk=ARG_CHUNK,
+        hold_at=hold_at,
+        holding=threading.Event(),
+        release=threading.Event(),
+    )
+
+
+async def run_held(
+    scope: ReplScope, fake: FakeExecutor, reply: dict[str, Any], *, eager: bool = True, calls: int = 1
+) -> tuple[Any, list[str], ScriptedOpenAI]:
+    """Run the agent on ``reply``; return its result, the tools that had been called when the
+    stream was held, and the model server."""
+    with ScriptedOpenAI([reply, text_reply("done")]) as server:
+        config = BackendConfig(base_url=server.base_url, model="m", stream=True, eager=eager)
+        async with OpenAiCompatibleBackend(config) as backend, anyio.create_task_group() as group:
+            outcome: dict[str, Any] = {}
+
+            async def agent() -> None:
+                outcome["run"] = await backend.run(history=[], user_text="go", executor=scope)
+
+            group.start_soon(agent)
+            await anyio.to_thread.run_sync(reply["holding"].wait, 30)
+            if eager:  # the first statement ran while the stream is held: its call reached the tool
+                with anyio.fail_after(20):
+                    while len(fake.spans) < calls:
+                        called = anyio.Event()
+                        fake.on_call = called.set
+                        if len(fake.spans) < calls:
+                            await called.wait()
+            seen = [span.tool for span in fake.spans]
+            reply["release"].set()
+    return outcome["run"], seen, server
+
+
+async def test_a_read_only_call_runs_while_the_snippet_streams(scope: ReplScope, fake: FakeExecutor) -> None:
+    code = "a = await pods()\nb = await wait(seconds=0, tag='x')\n[len(a['items']), b['tag']]"
+    result, seen, server = await run_held(scope, fake, held_reply(code, "b = await"))
+    assert seen == ["pods"]  # held after the second line began: the first had run
+    tool_result = result.messages[-2].content
+    assert json.loads(tool_result) == [10, "x"]
+    assert [span.tool for span in fake.spans] == ["pods", "wait"]
+    assert fake.spans[0].started < server.stream_ended[0] <= fake.spans[1].started
+
+
+async def test_a_mutating_call_never_starts_before_the_stream_ends(
+    scope: ReplScope, fake: FakeExecutor
+) -> None:
+    code = "a = await pods()\nd = await delete_item(name='web')\nn = 1\n[d, n]"
+    result, seen, server = await run_held(scope, fake, held_reply(code, "n = 1"))
+    assert seen == ["pods"]
+    assert json.loads(result.messages[-2].content) == ["deleted web", 1]
+    [delete] = [span for span in fake.spans if span.tool == "delete-item"]
+    assert delete.started >= server.stream_ended[0]  # the server saw it only after the stream ended
+
+
+async def test_a_snippet_that_does_not_compile_runs_nothing_mutating_and_says_what_ran(
+    scope: ReplScope, fake: FakeExecutor
+) -> None:
+    code = "a = await pods()\nx = await wait(seconds=0, tag='t')\nd = await delete_item(name='web')\n)broken("
+    result, seen, _ = await run_held(scope, fake, held_reply(code, "d = await"), calls=2)
+    text = result.messages[-2].content
+    assert seen == ["pods", "wait"] and [span.tool for span in fake.spans] == ["pods", "wait"]
+    assert text.startswith(
+        "error: the finished snippet does not compile, so the rest of the snippet did not run"
+    )
+    assert "- a = await pods()\n- x = await wait(seconds=0, tag='t')" in text
+    after = await scope.call_tool("run_code", {"code": "x['tag']"})
+    assert after.content == "t"  # the REPL is as the statements that ran left it
+
+
+async def test_without_eager_nothing_runs_before_the_stream_ends(
+    scope: ReplScope, fake: FakeExecutor
+) -> None:
+    code = "a = await pods()\nb = await wait(seconds=0, tag='x')\n[len(a['items']), b['tag']]"
+    reply = held_reply(code, "b = await")
+    result, seen, server = await run_held(scope, fake, reply, eager=False)
+    assert seen == []
+    assert json.loads(result.messages[-2].content) == [10, "x"]
+    assert fake.spans[0].started >= server.stream_ended[0]
+
+
+CORPUS = [
+    "x = 1\ny = x + 1\n[x, y]",
+    "a = await pods()\nrunning = [p for p in a['items'] if p['status']['phase'] == 'Running']\nlen(running)",
+    "print('one')\nprint('two')\nz = 3",
+    "a = await pods()\nb = await fail(message='boom')\nc = 1",
+    "import asyncio\nr = await asyncio.gather(wait(seconds=0, tag='p'), wait(seconds=0, tag='q'))\n[t['tag'] for t in r]",
+    "for i in range(3):\n    print(i)\nelse:\n    done = True\ndone",
+    "n = 0\nwhile n < 3:\n    n += 1\nn",
+    "q = undefined_name\nq",
+]
+
+
+@pytest.mark.parametrize("code", CORPUS)
+async def test_results_are_the_same_with_and_without_eager_execution(fake: FakeExecutor, code: str) -> None:
+    async with CodeMode(fake, TEST_LIMITS) as executor:
+        plain, eager = executor.new_scope(), executor.new_scope()
+        try:
+            expected = await plain.call_tool("run_code", {"code": code})
+            run = eager.eager()
+            for end in range(0, len(code) + 1, 3):
+                run.update(code[:end])
+                await anyio.lowlevel.checkpoint()  # let it feed what is complete, as a stream would
+            got = await run.finish({"code": code})
+        finally:
+            await plain.aclose()
+            await eager.aclose()
+    # Each statement that ran early was a feed of its own: only a traceback's feed number differs.
+    assert (feeds_unnumbered(got.content), got.is_error) == (
+        feeds_unnumbered(expected.content),
+        expected.is_error,
+    )
+
+
+def feeds_unnumbered(text: str) -> str:
+    return re.sub(r"<python-input-\d+>", "<python-input>", text)
+
+
+# -- the rules, without workers -------------------------------------------------------------------
+
+
+def test_a_statement_is_complete_once_the_next_one_has_begun() -> None:
+    code = "a = 1\nif a:\n    b = 2\nelse:\n    b = 3\nx = f(\n1)\nlast"
+    assert [s.start_line for s in complete_statements(code, 0)] == [1, 2, 6]
+    assert complete_statements("a = 1\nif a:\n    b = 2\nel", 0) == [Statement("a = 1\n", 1)]  # "else"?
+    assert complete_statements("a = 1\nb", 0) == [Statement("a = 1\n", 1)]  # whatever "b" becomes
+    assert complete_statements("a = 1\n", 0) == []  # nothing after it yet
+
+
+def test_only_statements_that_change_nothing_run_early(fake: FakeExecutor) -> None:
+    from asyncai.code_mode.catalog.entries import build_catalog
+
+    catalog = build_catalog(fake.tools())
+    early = lambda source: runs_early(Statement(source, 1), catalog)  # noqa: E731
+    assert early("a = await pods()\n") and early("n = len(a['items'])\n") and early("print(sorted(x))\n")
+    assert not early("await delete_item(name='x')\n")  # a mutating tool
+    assert not early("r = helper(1)\n")  # a function the REPL defined: it may call anything
+    assert not early("pods = 1\n")  # the scan refuses it: it must not run before the refusal
+
+
+def test_the_code_so_far_is_read_from_partial_arguments() -> None:
+    assert streamed_code('{"code": "x = 1\\ny = ') == "x = 1\ny = "
+    assert streamed_code('{"restart": true, "co') is None
+    assert streamed_code("not json") is None
