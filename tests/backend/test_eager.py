@@ -92,7 +92,7 @@ async def test_a_read_only_call_runs_while_the_snippet_streams(scope: ReplScope,
     tool_result = result.messages[-2].content
     assert json.loads(tool_result) == [10, "x"]
     assert [span.tool for span in fake.spans] == ["pods", "wait"]
-    assert fake.spans[0].started < server.stream_ended[0] <= fake.spans[1].started
+    assert fake.spans[0].started < server.stream_ended[0]  # the first call ran before the stream ended
 
 
 async def test_a_mutating_call_never_starts_before_the_stream_ends(
@@ -195,3 +195,31 @@ def test_the_code_so_far_is_read_from_partial_arguments() -> None:
     assert streamed_code('{"code": "x = 1\\ny = ') == "x = 1\ny = "
     assert streamed_code('{"restart": true, "co') is None
     assert streamed_code("not json") is None
+
+
+async def test_restart_after_statements_ran_runs_nothing_more_and_says_so(
+    scope: ReplScope, fake: FakeExecutor
+) -> None:
+    await scope.call_tool("run_code", {"code": "kept = 1"})
+    code = "a = await pods()\nb = await delete_item(name='x')\nb"
+    reply = held_reply(code, "b = await")
+    reply["tool_calls"][0]["arguments"] = json.dumps({"code": code, "restart": True})  # restart comes last
+    result, seen, _ = await run_held(scope, fake, reply)
+    text = result.messages[-2].content
+    assert seen == ["pods"] and [span.tool for span in fake.spans] == ["pods"]
+    assert text.startswith("error: restart was asked for after statements had already run, so the rest")
+    assert "- a = await pods()" in text
+    kept = await scope.call_tool("run_code", {"code": "[kept, len(a['items'])]"})
+    assert json.loads(kept.content) == [1, 10]  # not restarted: as the statement that ran left it
+
+
+async def test_a_call_cut_off_mid_snippet_reports_what_ran(scope: ReplScope, fake: FakeExecutor) -> None:
+    code = "a = await pods()\nb = await wait(seconds=0, tag='x')\nb['tag']"
+    reply = held_reply(code, "b = await")
+    cut = reply["tool_calls"][0]["arguments"]
+    reply["tool_calls"][0]["arguments"] = cut[: cut.index("b = await") + 12]  # the JSON never closes
+    result, seen, _ = await run_held(scope, fake, reply)
+    text = result.messages[-2].content
+    assert seen == ["pods"] and [span.tool for span in fake.spans] == ["pods"]
+    assert "the run_code call was cut off before the whole snippet arrived" in text
+    assert "- a = await pods()" in text

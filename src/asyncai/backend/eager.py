@@ -22,6 +22,8 @@ class EagerRun(Protocol):
 
     async def abandon(self) -> str | None: ...
 
+    def started(self) -> bool: ...
+
 
 @runtime_checkable
 class EagerExecutor(Protocol):
@@ -58,6 +60,10 @@ class EagerCalls:
             run = self.runs[position] = self.executor.eager()
             log_event("code_mode.eager_started", call=position)
         run.update(code)
+
+    def ran_any(self) -> bool:
+        """Whether a statement of these calls has begun to run."""
+        return any(run.started() for run in self.runs.values())
 
     async def abandon(self) -> list[str]:
         """Nothing more comes of these calls; the reports of the statements that ran."""

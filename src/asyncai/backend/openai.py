@@ -236,6 +236,13 @@ class OpenAiCompatibleBackend:
                 eager = self._eager_calls(executor, body, final)
                 try:
                     turn = await self.complete(body, eager)
+                except ModelServerError as exc:
+                    ran = await asyncio.shield(eager.abandon()) if eager is not None else []
+                    if ran:  # the user must know what ran of a snippet that never fully arrived
+                        raise ModelServerError(
+                            f"{exc}; {' '.join(ran)}", url=exc.url, status=exc.status
+                        ) from exc
+                    raise
                 except BaseException:
                     if eager is not None:
                         await asyncio.shield(eager.abandon())
@@ -346,14 +353,14 @@ class OpenAiCompatibleBackend:
             outcome = await self._attempt(content, headers, bool(body.get("stream")), eager)
             if isinstance(outcome, wire.AssistantTurn):
                 return outcome
-            ran = await eager.abandon() if eager is not None else []
-            if ran:  # a retry would stream the same statements again and run them twice
+            if eager is not None and eager.ran_any():  # a retry would run the same statements twice
                 raise ModelServerError(
-                    f"{outcome.describe(attempt)}; not retried, since statements of the snippet had already "
-                    f"run: {' '.join(ran)}",
+                    f"{outcome.describe(attempt)}; not retried: statements of the snippet had already run",
                     url=self.url,
                     status=outcome.status,
                 )
+            if eager is not None:
+                await eager.abandon()  # nothing of it ran: the retry streams it afresh
             if not outcome.retryable or attempt == attempts:
                 raise ModelServerError(outcome.describe(attempt), url=self.url, status=outcome.status)
             delay = self.config.backoff_base * (2 ** (attempt - 1))

@@ -1029,6 +1029,7 @@ class EagerSnippet:
         """The first line of each statement that ran early, in order."""
         self._prefix = ""
         self._fed_lines = 0
+        self._running = False
         self._changed = asyncio.Event()
         loop = asyncio.get_running_loop()
         self._arguments: asyncio.Future[dict[str, Any] | None] = loop.create_future()
@@ -1064,6 +1065,10 @@ class EagerSnippet:
             self._arguments.set_result(None)
         output = await self._task
         return output.content if self.ran else None
+
+    def started(self) -> bool:
+        """Whether a statement has begun to run (and may have left something behind)."""
+        return self._fed_lines > 0 or self._running
 
     def _fed(self) -> str:
         return "".join(self._prefix.splitlines(keepends=True)[: self._fed_lines])
@@ -1107,7 +1112,9 @@ class EagerSnippet:
                     feeding = False
                     break
                 started = asyncio.get_running_loop().time()
+                self._running = True
                 result = await self._feed(statement, scan, capture, spent)
+                self._running = False
                 spent += asyncio.get_running_loop().time() - started
                 self._fed_lines = statement.start_line - 1 + statement.source.count("\n")
                 self.ran.append(statement.source.splitlines()[0])
