@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,10 +20,9 @@ from asyncai.code_mode import CodeMode
 from asyncai.code_mode.engine.eager import Statement, complete_statements, runs_early
 from asyncai.code_mode.engine.repl import ReplScope
 from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor
-from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
+from tests.fakes.openai_server import ScriptedOpenAI, held_reply, text_reply
 
 pytestmark = pytest.mark.anyio
-ARG_CHUNK = 6
 
 
 @pytest.fixture
@@ -40,22 +38,6 @@ async def scope(fake: FakeExecutor) -> AsyncIterator[ReplScope]:
             yield scope
         finally:
             await scope.aclose()
-
-
-def held_reply(code: str, after: str) -> dict[str, Any]:
-    """A ``run_code`` call streamed ``ARG_CHUNK`` characters at a time, held once ``after`` (a part
-    of ``code``) and the first word after it have gone out, until the test releases it."""
-    arguments = json.dumps({"code": code})
-    sent = arguments.index(json.dumps(after)[1:-1]) + len(json.dumps(after)[1:-1]) + 4
-    # chunk 0 is the role, 1 the call's name and id, then the argument pieces
-    hold_at = 2 + -(-sent // ARG_CHUNK)
-    return tool_reply(
-        call("run_code", arguments),
-        arg_chunk=ARG_CHUNK,
-        hold_at=hold_at,
-        holding=threading.Event(),
-        release=threading.Event(),
-    )
 
 
 async def run_held(
@@ -91,6 +73,7 @@ async def test_a_read_only_call_runs_while_the_snippet_streams(scope: ReplScope,
     assert seen == ["pods"]  # held after the second line began: the first had run
     tool_result = result.messages[-2].content
     assert json.loads(tool_result) == [10, "x"]
+    assert result.summary.eager_statements >= 1  # the turn summary (and its log line) counts them
     assert [span.tool for span in fake.spans] == ["pods", "wait"]
     assert fake.spans[0].started < server.stream_ended[0]  # the first call ran before the stream ended
 

@@ -24,7 +24,7 @@ import pyte
 import pytest
 
 from tests.cli.conftest import BIN, SIMPLE
-from tests.fakes.openai_server import ScriptedOpenAI, ScriptEntry, call, text_reply, tool_reply
+from tests.fakes.openai_server import ScriptedOpenAI, ScriptEntry, call, held_reply, text_reply, tool_reply
 from tests.fakes.servers import server_command
 from tests.fakes.slow_site import SlowSite, slow_site
 
@@ -166,6 +166,26 @@ def test_the_chat_shows_the_snippet_its_calls_and_a_summary_while_the_run_goes_o
             screen = chat.wait_for("The page says 200.", "• fetched once")
             assert "**" not in screen, "the reply is rendered as Markdown"
             assert model.requests[-1]["stream"] is True, "the chat streams its replies"
+        finally:
+            chat.close()
+
+
+def test_the_chat_shows_a_statement_running_while_the_snippet_still_streams(
+    tmp_path: Path, site: SlowSite
+) -> None:
+    snippet = f"page = await http_get(url='{site.url}/slow/early')\nstatus = page['status']\nstatus"
+    reply = held_reply(snippet, "status = page")
+    with ScriptedOpenAI([reply, text_reply("It says **200**.")]) as model:
+        chat = terminal(model, tmp_path)
+        try:
+            chat.wait_for("you>")
+            chat.type("fetch it\r")
+            site.entered["early"].wait(30)
+            assert reply["holding"].is_set(), "the call started while the model was still writing"
+            chat.wait_for("running early, while the snippet streams", "→ http_get(url=")
+            site.release["early"].set()
+            reply["release"].set()
+            chat.wait_for("It says 200.")
         finally:
             chat.close()
 

@@ -77,6 +77,25 @@ def tool_reply(*calls: dict[str, Any], content: str | None = None, **extra: Any)
     return {"content": content, "tool_calls": list(calls), **extra}
 
 
+HELD_ARG_CHUNK = 6
+
+
+def held_reply(code: str, after: str) -> dict[str, Any]:
+    """A ``run_code`` call streamed ``HELD_ARG_CHUNK`` characters at a time, held once ``after`` (a part
+    of ``code``) and the first word after it have gone out, until the test releases it."""
+    arguments = json.dumps({"code": code})
+    sent = arguments.index(json.dumps(after)[1:-1]) + len(json.dumps(after)[1:-1]) + 4
+    # chunk 0 is the role, 1 the call's name and id, then the argument pieces
+    hold_at = 2 + -(-sent // HELD_ARG_CHUNK)
+    return tool_reply(
+        call("run_code", arguments),
+        arg_chunk=HELD_ARG_CHUNK,
+        hold_at=hold_at,
+        holding=threading.Event(),
+        release=threading.Event(),
+    )
+
+
 def _pieces(text: str, size: int | None) -> list[str]:
     if not size or size <= 0 or not text:
         return [text]

@@ -24,6 +24,8 @@ class TurnSummary:
     bytes_out: int = 0
     final_round_forced: bool = False
     tool_errors: int = 0
+    eager_statements: int = 0
+    """Statements of streamed snippets that ran before the snippet had fully arrived."""
     thread: str | None = None
     run: int | str | None = None
     error: str | None = None
@@ -37,6 +39,9 @@ class TurnSummary:
         nested, size = nested_audit(output.audit)
         self.nested_calls += nested
         self.bytes_in += size
+        early = output.audit.get("eager_statements") if isinstance(output.audit, dict) else None
+        if isinstance(early, int) and not isinstance(early, bool):
+            self.eager_statements += early
 
     def log_fields(self) -> dict[str, Any]:
         fields: dict[str, Any] = {
@@ -48,6 +53,8 @@ class TurnSummary:
             "final_round_forced": self.final_round_forced,
             "tool_errors": self.tool_errors,
         }
+        if self.eager_statements:
+            fields["eager_statements"] = self.eager_statements
         if self.thread is not None:
             fields["thread"] = self.thread
         if self.run is not None:

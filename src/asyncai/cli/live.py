@@ -127,6 +127,8 @@ class TerminalActivity(Activity):
         self._running: list[NestedCall] = []
         self._finished = 0
         self._snippet: _Elapsed | None = None
+        self._early = False
+        """Nested calls began before the snippet had fully arrived (eager execution)."""
 
     @property
     def markdown(self) -> bool:
@@ -143,7 +145,7 @@ class TerminalActivity(Activity):
         """Take the live regions off the screen (the run or the command is ending, however)."""
         self._stop_status()
         self._stop_reply()
-        self._snippet, self._running, self._finished = None, [], 0
+        self._snippet, self._running, self._finished, self._early = None, [], 0, False
 
     def end_run(self, reply: str | None, *, interrupted: bool = False) -> bool:
         """Stop the live regions and show ``reply``, rendered; whether it was shown (False: the
@@ -195,12 +197,19 @@ class TerminalActivity(Activity):
             self.err.print(self._snippet_view(code))
         else:
             self.err.print(Text(f"{name}(…)", style="bold"))
-        self._running, self._finished = [], 0
+        if not self._early:  # calls that ran while the snippet streamed stay counted
+            self._running, self._finished = [], 0
+        self._early = False
         self._snippet = _Elapsed(f"running {name}")
         self._show_status(self._running_view())
 
     @_guarded
     def call_started(self, call: NestedCall) -> None:
+        if self._snippet is None:  # a statement runs while the model is still writing the snippet
+            self._stop_status()
+            self._running, self._finished, self._early = [], 0, True
+            self._snippet = _Elapsed("running early, while the snippet streams")
+            self._show_status(self._running_view())
         self._running.append(call)
         self._refresh()
 

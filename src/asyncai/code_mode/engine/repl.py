@@ -1177,7 +1177,11 @@ class EagerSnippet:
 
     def _output(self, result: RunCodeText, arguments: Mapping[str, Any]) -> ToolCallOutput:
         text = self.scope._noted(result, arguments)
-        return ToolCallOutput(content=text, is_error=result.is_error, audit=self._dispatcher.audit())
+        return ToolCallOutput(content=text, is_error=result.is_error, audit=self._audit())
+
+    def _audit(self) -> dict[str, Any]:
+        audit = self._dispatcher.audit()
+        return {**audit, "eager_statements": len(self.ran)} if self.ran else audit
 
     def _stopped(self, why: str) -> ToolCallOutput:
         """The snippet stopped after its early statements: say so, and what they were."""
@@ -1191,7 +1195,7 @@ class EagerSnippet:
         report = self._dispatcher.calls_report()
         if report is not None:
             text = f"{text}\n{report}"
-        return ToolCallOutput(content=text, is_error=True, audit=self._dispatcher.audit())
+        return ToolCallOutput(content=text, is_error=True, audit=self._audit())
 
 
 async def _first_of(waiting: Awaitable[Any], future: asyncio.Future[Any]) -> None:
