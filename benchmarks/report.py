@@ -28,7 +28,7 @@ RESULTS_MD = HERE / "RESULTS.md"
 PACKAGES = ("asyncai", "pydantic-monty", "mcp", "pydantic-ai-harness", "pydantic-ai-slim", "fastmcp")
 
 # Sections render in this order; unknown keys follow, sorted.
-ORDER = ("context", "calls", "peers", "scale", "startup", "catalog", "crossing", "shared", "pauses")
+ORDER = ("context", "calls", "peers", "scale", "startup", "catalog", "crossing", "shared", "pauses", "eager")
 
 
 @dataclass(frozen=True)
