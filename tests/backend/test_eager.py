@@ -92,16 +92,17 @@ async def test_a_mutating_call_never_starts_before_the_stream_ends(
 async def test_a_snippet_that_does_not_compile_runs_nothing_mutating_and_says_what_ran(
     scope: ReplScope, fake: FakeExecutor
 ) -> None:
-    code = "a = await pods()\nx = await wait(seconds=0, tag='t')\nd = await delete_item(name='web')\n)broken("
+    # wait's argument is not a literal: it runs as the statement, not as a launch
+    code = "a = await pods()\nx = await wait(seconds=0, tag=str(len(a)))\nd = await delete_item(name='web')\n)broken("
     result, seen, _ = await run_held(scope, fake, held_reply(code, "d = await"), calls=2)
     text = result.messages[-2].content
     assert seen == ["pods", "wait"] and [span.tool for span in fake.spans] == ["pods", "wait"]
     assert text.startswith(
         "error: the finished snippet does not compile, so the rest of the snippet did not run"
     )
-    assert "- a = await pods()\n- x = await wait(seconds=0, tag='t')" in text
+    assert "- a = await pods()\n- x = await wait(seconds=0, tag=str(len(a)))" in text
     after = await scope.call_tool("run_code", {"code": "x['tag']"})
-    assert after.content == "t"  # the REPL is as the statements that ran left it
+    assert after.content == "1"  # the REPL is as the statements that ran left it
 
 
 async def test_without_eager_nothing_runs_before_the_stream_ends(
@@ -206,3 +207,30 @@ async def test_a_call_cut_off_mid_snippet_reports_what_ran(scope: ReplScope, fak
     assert seen == ["pods"] and [span.tool for span in fake.spans] == ["pods"]
     assert "the run_code call was cut off before the whole snippet arrived" in text
     assert "- a = await pods()" in text
+
+
+async def test_a_literal_read_only_call_in_a_branch_starts_early_and_is_claimed(
+    scope: ReplScope, fake: FakeExecutor
+) -> None:
+    code = (
+        "a = await wait(seconds=0, tag='x')\nif a['tag'] == 'x':\n    p = await pods(namespace='default')\n"
+        "    n = len(p['items'])\nn"
+    )
+    result, seen, _ = await run_held(scope, fake, held_reply(code, "    n = len"), calls=2)
+    assert seen == ["wait", "pods"]  # pods started while its branch was still being written
+    assert json.loads(result.messages[-2].content) == 10
+    assert [span.tool for span in fake.spans] == ["wait", "pods"]  # the snippet took the launch's result
+    assert result.summary.nested_calls == 2
+
+
+async def test_an_unclaimed_launch_is_cancelled_and_not_billed(scope: ReplScope, fake: FakeExecutor) -> None:
+    # TEST_LIMITS allows 5 nested calls: the snippet makes 5, the launch it never claims is not one
+    code = (
+        "a = await wait(seconds=0, tag='x')\nif a['tag'] == 'y':\n    await hang()\n"
+        "r = [await wait(seconds=0, tag=str(i)) for i in range(4)]\nlen(r)"
+    )
+    result, seen, _ = await run_held(scope, fake, held_reply(code, "r = [await"), calls=2)
+    assert seen == ["wait", "hang"]
+    assert json.loads(result.messages[-2].content) == 4
+    [hang] = [span for span in fake.spans if span.tool == "hang"]
+    assert hang.ended > 0  # cancelled when the snippet ended

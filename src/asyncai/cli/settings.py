@@ -136,6 +136,18 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         help="SSE streaming responses (on in the chat on a terminal, off elsewhere)",
     )
     group.add_argument(
+        "--speculate",
+        action="append",
+        metavar="TOOL",
+        help="also start TOOL's calls with literal arguments early though it is not marked read-only",
+    )
+    group.add_argument(
+        "--no-speculate",
+        action="store_true",
+        default=None,
+        help="start no call before the snippet reaches it (read-only ones do by default)",
+    )
+    group.add_argument(
         "--eager",
         action=argparse.BooleanOptionalAction,
         default=None,

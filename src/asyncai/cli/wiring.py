@@ -99,6 +99,8 @@ async def code_mode_executor(
             state_store=state_store,
             activity=activity or QUIET,
             observed_shapes=ObservedShapes(default_state_dir().parent / SHAPES_FILE),
+            speculate=not settings.switch("no_speculate"),
+            speculate_tools=settings.texts("speculate"),
         )
         try:
             yield executor

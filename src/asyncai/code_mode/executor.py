@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from asyncai.activity import QUIET, Activity
@@ -46,6 +46,8 @@ class CodeMode(ToolSource):
         state_store: StateStore | None = None,
         activity: Activity = QUIET,
         observed_shapes: ObservedShapes | None = None,
+        speculate: bool = True,
+        speculate_tools: Collection[str] = (),
     ) -> None:
         inner = tools if isinstance(tools, ToolSource) else RoutedTools(tools)
         self.inner = inner
@@ -69,6 +71,8 @@ class CodeMode(ToolSource):
             store=state_store,
             activity=activity,
             shapes=observed_shapes,
+            speculate=speculate,
+            speculate_tools=frozenset(speculate_tools),
         )
         self._default = ReplScope(self._setup)
         self.scopes = ReplScopes(self)

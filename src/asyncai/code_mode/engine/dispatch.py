@@ -21,6 +21,7 @@ from asyncai.code_mode.catalog.resources import RESOURCE_FUNCTIONS, call_resourc
 from asyncai.code_mode.engine.clock import WallClock
 from asyncai.code_mode.engine.crossing import Payload, tool_payload
 from asyncai.code_mode.engine.pausing import HeldCall
+from asyncai.code_mode.engine.speculation import Speculations
 from asyncai.code_mode.limits import CodeModeLimits
 from asyncai.humanize import count, seconds
 from asyncai.log import (
@@ -102,6 +103,8 @@ class SnippetDispatcher:
     """Set once the suspension budget is spent: the snippet then ends as an error, caught or not."""
     interrupted: bool = False
     """The run was stopped from outside: tool calls fail in the snippet (``interrupt``)."""
+    speculations: Speculations | None = None
+    """Read-only calls launched while the snippet streamed, which its own calls may claim."""
     mutations_held: asyncio.Future[Approval] | None = None
     """While set, a mutating call waits for it before the gate (a snippet still streaming:
     ``EagerSnippet``); a refusal raises ``PermissionError`` at the call."""
@@ -236,7 +239,8 @@ class SnippetDispatcher:
         content = ""
         payload: Payload | None = None
         try:
-            output = await self._tracked(self.inner.call_tool(record.tool, arguments))
+            launched = self.speculations.claim(record.tool, arguments) if self.speculations else None
+            output = await self._tracked(launched or self.inner.call_tool(record.tool, arguments))
             record.answered = True
             record.is_error = output.is_error
             if output.is_error:

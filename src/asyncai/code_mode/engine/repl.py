@@ -29,7 +29,7 @@ from asyncai.code_mode.engine.contract import (
     format_outcome,
     hide_frames,
 )
-from asyncai.code_mode.engine.dispatch import SnippetDispatcher, refuse_os
+from asyncai.code_mode.engine.dispatch import SnippetDispatcher, refuse_os, validate_arguments
 from asyncai.code_mode.engine.eager import Statement, complete_statements, runs_early
 from asyncai.code_mode.engine.pausing import (
     HeldCall,
@@ -41,6 +41,7 @@ from asyncai.code_mode.engine.pausing import (
     settled,
 )
 from asyncai.code_mode.engine.preamble import DISABLED_BUILTINS, HOST_CALL, INTERNAL_PREFIX, scope_preamble
+from asyncai.code_mode.engine.speculation import Speculations, literal_calls
 from asyncai.code_mode.engine.type_check import rejection, type_check_stubs
 from asyncai.code_mode.engine.variables import (
     LAST_VALUE,
@@ -130,6 +131,19 @@ class ScopeSetup:
     """Told of every snippet's nested calls (a live display)."""
     shapes: ObservedShapes | None = None
     """Where the shapes of results from tools without an output schema are learned."""
+    speculate: bool = True
+    """Launch read-only calls with literal arguments as soon as their line streamed (``speculation``)."""
+    speculate_tools: frozenset[str] = frozenset()
+    """Tools that speculate though they do not declare ``readOnlyHint``."""
+
+    def speculates(self, entry: CatalogEntry) -> bool:
+        tool = entry.tool
+        return (
+            self.speculate
+            and not entry.host_function
+            and (tool.name in self.speculate_tools or (tool.read_only and not tool.destructive))
+        )
+
     _stubs: tuple[int, str] | None = None
     _preamble: tuple[int, str, str] | None = None
 
@@ -1039,6 +1053,9 @@ class EagerSnippet:
         gate = MutationGate(scope.setup.mutations, approver or scope.setup.approver)
         self._dispatcher = scope._dispatcher(gate, activity)
         self._dispatcher.mutations_held = self._release
+        self._speculations = Speculations(scope.setup.inner) if scope.setup.speculate else None
+        self._dispatcher.speculations = self._speculations
+        self._scanned_lines = 0
         self._task = asyncio.ensure_future(self._work())
 
     def update(self, code: str) -> None:
@@ -1046,6 +1063,24 @@ class EagerSnippet:
         if code != self._prefix:
             self._prefix = code
             self._changed.set()
+            self._speculate()
+
+    def _speculate(self) -> None:
+        """Launch the literal read-only calls of the lines that arrived since the last look."""
+        if self._speculations is None or self._arguments.done():
+            return
+        lines = self._prefix.splitlines(keepends=True)
+        whole = len(lines) if lines and lines[-1].endswith("\n") else len(lines) - 1
+        setup = self.scope.setup
+        for line in lines[self._scanned_lines : whole]:
+            for found in literal_calls(line, setup.catalog, setup.speculates):
+                entry = setup.catalog[found.function]
+                try:
+                    arguments = validate_arguments(found.function, entry, (), found.keywords)
+                except TypeError:
+                    continue  # the snippet's own call will say what is wrong
+                self._speculations.launch(entry.tool.name, arguments)
+        self._scanned_lines = max(self._scanned_lines, whole)
 
     async def finish(self, arguments: dict[str, Any]) -> ToolCallOutput:
         """The call is complete: run the rest of the snippet (if it passes) and return its result."""
@@ -1128,6 +1163,22 @@ class EagerSnippet:
         arguments = self._arguments.result()
         decision = self._release.result()
         await dispatcher.settle()
+        try:
+            return await self._rest(arguments, decision, failed, capture, spent)
+        finally:
+            if self._speculations is not None:
+                await self._speculations.cancel_rest()
+
+    async def _rest(
+        self,
+        arguments: dict[str, Any] | None,
+        decision: Approval,
+        failed: RunCodeText | None,
+        capture: PrintCapture,
+        spent: float,
+    ) -> ToolCallOutput:
+        """After the call is complete: the rest of the snippet, or why it does not run."""
+        dispatcher = self._dispatcher
         if arguments is None:
             return self._stopped(CUT_OFF)
         if not self.ran:  # nothing ran early: the whole snippet runs as it would have
@@ -1138,7 +1189,7 @@ class EagerSnippet:
             return self._output(failed, arguments)
         # Blank lines in place of what ran: the rest keeps its line numbers in tracebacks.
         tail = "\n" * self._fed_lines + arguments["code"][len(self._fed()) :]
-        rest = await scope._run(tail, dispatcher, pausing=False, capture=capture, spent=spent)
+        rest = await self.scope._run(tail, dispatcher, pausing=False, capture=capture, spent=spent)
         assert isinstance(rest, RunCodeText)  # a run that does not pause
         if self.ran:
             log_event("code_mode.eager", statements=len(self.ran), calls=len(dispatcher.calls))
@@ -1181,7 +1232,11 @@ class EagerSnippet:
 
     def _audit(self) -> dict[str, Any]:
         audit = self._dispatcher.audit()
-        return {**audit, "eager_statements": len(self.ran)} if self.ran else audit
+        if self.ran:
+            audit["eager_statements"] = len(self.ran)
+        if self._speculations is not None and self._speculations.launched:
+            audit["speculative_calls"] = self._speculations.report()
+        return audit
 
     def _stopped(self, why: str) -> ToolCallOutput:
         """The snippet stopped after its early statements: say so, and what they were."""
