@@ -125,6 +125,15 @@ CORPUS = [
     "for i in range(3):\n    print(i)\nelse:\n    done = True\ndone",
     "n = 0\nwhile n < 3:\n    n += 1\nn",
     "q = undefined_name\nq",
+    "p = await pods()\nnames_ = [dig(i, 'metadata', 'name') for i in items(p)]\nnames_[:3]",
+    "def double(v):\n    return v * 2\nr = double(21)\nr",
+    "import json\ns = json.dumps({'a': 1})\ntext = '''\nmulti\nline\n'''\n[s, text]",
+    "try:\n    await fail(message='x')\nexcept RuntimeError as e:\n    caught = str(e)\ncaught",
+    "p = await pods(namespace='a', bogus=1)\np",
+    "w = await wait(seconds=0, tag='t')\nw['tag'] * 2\n",
+    "big = list(range(10))\nsum(big)\n_",
+    "a = await pods()\nb = await pods()\nc = len(a['items']) + len(b['items'])\nprint(c)\nc",
+    "r = await asyncio.gather(*[wait(seconds=0, tag=str(i)) for i in range(3)])\n[t['tag'] for t in r]",
 ]
 
 
@@ -147,6 +156,25 @@ async def test_results_are_the_same_with_and_without_eager_execution(fake: FakeE
         feeds_unnumbered(expected.content),
         expected.is_error,
     )
+
+
+async def test_a_refusal_found_after_statements_ran_names_both(fake: FakeExecutor) -> None:
+    code = "x = 5\npods()\nx"
+    async with CodeMode(fake, TEST_LIMITS) as executor:
+        scope = executor.new_scope()
+        try:
+            run = scope.eager()
+            for end in range(len(code) + 1):
+                run.update(code[:end])
+                await anyio.lowlevel.checkpoint()
+            got = await run.finish({"code": code})
+        finally:
+            await scope.aclose()
+    assert got.is_error and got.content.startswith(
+        "error: the finished snippet was refused (`pods(...)` is called without await, so it would never "
+        "run. Write `result = await pods(...)`.), so the rest of the snippet did not run."
+    )
+    assert got.content.endswith("the REPL keeps what they did:\n- x = 5")
 
 
 def feeds_unnumbered(text: str) -> str:

@@ -1119,8 +1119,10 @@ class EagerSnippet:
             return "restart was asked for after statements had already run"
         if parse_snippet(code) is None:
             return "the finished snippet does not compile"
-        if self.scope._refusal(scan_snippet(code, self.scope.setup.catalog.keys())) is not None:
-            return "the finished snippet was refused"
+        refusal = self.scope._refusal(scan_snippet(code, self.scope.setup.catalog.keys()))
+        if refusal is not None:
+            reason = refusal.text.removeprefix("error: ").removesuffix(" Nothing was run.")
+            return f"the finished snippet was refused ({reason})"
         return None
 
     async def _work(self) -> ToolCallOutput:
