@@ -44,6 +44,19 @@ counts = {{k: len(k) for k in [b['tag'], 'alpha', 'beta', 'gamma'] if k}}
 # and the last one depends on both
 c = await slow(seconds={CALL_SECONDS}, tag=b['tag'] + 'c')
 [a['tag'], b['tag'], c['tag'], len(kinds), len(counts)]"""
+BRANCHES = f"""# which pods the app runs, and which of them are not running
+a = await slow(seconds={CALL_SECONDS}, tag='a')
+kinds = sorted(str(x) for x in [a['tag'], 'first', 'second', 'third'] if x)
+if a['tag'] == 'a':
+    # only when the first answer says so: the second question
+    b = await slow(seconds={CALL_SECONDS}, tag='ab')
+    counts = {{k: len(k) for k in [b['tag'], 'alpha', 'beta', 'gamma'] if k}}
+    if b['tag'] == 'ab':
+        # and the last one, two branches deep
+        c = await slow(seconds={CALL_SECONDS}, tag='abc')
+        kinds.append(c['tag'])
+[a['tag'], b['tag'], c['tag'], len(kinds), len(counts)]"""
+EXPECTED = {SNIPPET: ["a", "ab", "abc", 4, 4], BRANCHES: ["a", "ab", "abc", 5, 4]}
 
 
 @tool(read_only=True)
@@ -53,25 +66,23 @@ async def slow(seconds: float, tag: str) -> dict[str, Any]:
     return {"tag": tag}
 
 
-def reply() -> dict[str, Any]:
+def reply(code: str) -> dict[str, Any]:
     return tool_reply(
-        call("run_code", json.dumps({"code": SNIPPET})),
+        call("run_code", json.dumps({"code": code})),
         arg_chunk=CHARS_PER_TOKEN,
         chunk_delay=1 / TOKENS_PER_SECOND,
     )
 
 
-async def turn(code_mode: CodeMode, eager: bool) -> tuple[float, float]:
+async def turn(code_mode: CodeMode, eager: bool, code: str = SNIPPET) -> tuple[float, float]:
     """One turn's wall time, and how long the model took to stream its call."""
-    with ScriptedOpenAI([reply(), text_reply("abc")]) as server:
+    with ScriptedOpenAI([reply(code), text_reply("abc")]) as server:
         config = BackendConfig(base_url=server.base_url, model="m", stream=True, eager=eager)
         async with OpenAiCompatibleBackend(config) as backend, code_mode.scopes.use(f"t{time.time()}") as use:
             started = time.perf_counter()
             result = await backend.run(history=[], user_text="go", executor=use.scope)
             took = time.perf_counter() - started
-            assert json.loads(result.messages[-2].content or "") == ["a", "ab", "abc", 4, 4], result.messages[
-                -2
-            ]
+            assert json.loads(result.messages[-2].content or "") == EXPECTED[code], result.messages[-2]
             return took, server.stream_ended[0] - started
 
 
@@ -79,16 +90,45 @@ async def measure(runs: int) -> list[Row]:
     eager: list[float] = []
     plain: list[float] = []
     streaming: list[float] = []
-    async with CodeMode(FunctionTools([slow])) as code_mode:
+    branched: dict[str, list[float]] = {"speculating": [], "eager only": [], "plain": [], "streaming": []}
+    async with (
+        CodeMode(FunctionTools([slow])) as code_mode,
+        CodeMode(FunctionTools([slow]), speculate=False) as no_speculation,
+    ):
         await turn(code_mode, True)  # warm-up: the worker pool, the model server's first request
+        await turn(no_speculation, True)
         for _ in range(runs):
             took, streamed = await turn(code_mode, True)
             eager.append(took)
             streaming.append(streamed)
             plain.append((await turn(code_mode, False))[0])
+            took, streamed = await turn(code_mode, True, BRANCHES)
+            branched["speculating"].append(took)
+            branched["streaming"].append(streamed)
+            branched["eager only"].append((await turn(no_speculation, True, BRANCHES))[0])
+            branched["plain"].append((await turn(code_mode, False, BRANCHES))[0])
     stream = Stats.of(streaming)
     target = stream.median + CALL_SECONDS
+    branch_stream = Stats.of(branched["streaming"]).median
+    eager_only = Stats.of(branched["eager only"]).median
     return [
+        Row(
+            "eager execution, calls inside branches",
+            f"3 dependent literal read-only calls of {CALL_SECONDS:g} s in nested `if`s, speculation on",
+            Stats.of(branched["speculating"]),
+            "`--no-eager`",
+            Stats.of(branched["plain"]),
+            target=f"≤ streaming + last call + 10 % = {seconds((branch_stream + CALL_SECONDS) * 1.1)}",
+            note=(
+                f"streaming took {seconds(branch_stream)}; eager without speculation "
+                f"(`--no-speculate`): {seconds(eager_only)}"
+            ),
+            values={
+                "streaming_seconds": branch_stream,
+                "eager_without_speculation_seconds": eager_only,
+                "target_seconds": (branch_stream + CALL_SECONDS) * 1.1,
+            },
+        ),
         Row(
             "eager execution",
             f"3 dependent read-only calls of {CALL_SECONDS:g} s, streamed at {TOKENS_PER_SECOND} tokens/s",
@@ -98,7 +138,7 @@ async def measure(runs: int) -> list[Row]:
             target=f"≤ streaming + last call + 10 % = {seconds(target * 1.1)}",
             note=f"streaming took {seconds(stream.median)}; streaming + last call {seconds(target)}",
             values={"streaming_seconds": stream.median, "target_seconds": target * 1.1},
-        )
+        ),
     ]
 
 
@@ -112,7 +152,11 @@ def main() -> None:
         "With eager execution each statement runs as soon as the next line begins, so the first two "
         "calls overlap the rest of the stream; the last statement waits for the end (its value is the "
         "snippet's). Without, the three calls start after the stream ends. The tool is an "
-        "in-memory read-only function (the MCP transport would add about a millisecond per call)."
+        "in-memory read-only function (the MCP transport would add about a millisecond per call).\n\n"
+        "The second row puts the calls inside nested `if`s, whose statement is complete only when the "
+        "next top-level statement begins (here: the last line). Their arguments are literals, so with "
+        "speculation each call starts as soon as its line has arrived and the snippet takes its result "
+        f"when it gets there:\n\n```python\n{BRANCHES}\n```"
     )
     save_section(
         "eager",
