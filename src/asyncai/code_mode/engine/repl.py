@@ -208,6 +208,8 @@ class ReplScope(ToolSource):
         """State was lost (a parked dump that would not load): the next result says so."""
         self._abandoned = False
         """A paused snippet was finished unanswered (``_finish_abandoned``): the next result says so."""
+        self._probed: list[Any] | None = None
+        """The variables probe's rows, when they came with the snippet's own feed (``_with_probe``)."""
         self.last_used = 0
         self._variables: list[BoundVariable] = []
         self._changed = False
@@ -625,6 +627,17 @@ class ReplScope(ToolSource):
             and self._checked_snippets < TYPE_CHECKED_SNIPPETS
         )
         self._checked_snippets += checked
+        self._probed = None
+        folded = None if pausing or checked else self._with_probe(code, scan)
+        if folded is not None:  # the variables probe rides on the snippet's own feed: one round trip
+            value, self._probed = await worker.feed_run(
+                folded,
+                external_lookup={HOST_CALL: dispatcher.call},
+                os=dispatcher.deny_os,
+                print_callback=capture,
+                skip_type_check=True,
+            )
+            return value
 
         async def feed(check: bool) -> Any:
             if pausing:
@@ -908,16 +921,31 @@ class ReplScope(ToolSource):
             self._bound.pop(name, None)
             self._bound[name] = None
 
+    def _with_probe(self, code: str, scan: SnippetScan) -> str | None:
+        """``code`` (as fed: its value bound to ``_``) followed by the variables probe, its value
+        ``(the snippet's value, the probe's rows)``; ``None`` when nothing would be probed."""
+        order = dict(self._bound)
+        for name in note_candidates(list(scan.bound)):
+            order.pop(name, None)
+            order[name] = None
+        if not order:
+            return None
+        probe = probe_source(list(reversed(order))).rsplit("\n", 1)[0]  # its statements, not its value
+        value = LAST_VALUE if scan.value_at is not None else "None"
+        return f"{code}\n{probe}\n({value}, _asyncai_probe)"
+
     async def _refresh_note(self, worker: pm.AsyncMontySession) -> None:
         names = list(reversed(self._bound))
         if not names:
             self._note = None
             return
-        try:
-            rows = await worker.feed_run(probe_source(names), skip_type_check=True)
-        except Exception as exc:  # a failed probe only means the note is missing
-            log_event("code_mode.probe_failed", logging.INFO, error=str(exc))
-            return
+        rows, self._probed = self._probed, None
+        if rows is None:
+            try:
+                rows = await worker.feed_run(probe_source(names), skip_type_check=True)
+            except Exception as exc:  # a failed probe only means the note is missing
+                log_event("code_mode.probe_failed", logging.INFO, error=str(exc))
+                return
         variables = [BoundVariable(str(n), str(t), int(s)) for n, t, s in rows or []]
         self._bound = {v.name: None for v in reversed(variables)}
         self._variables = variables

@@ -109,9 +109,14 @@ def scan_snippet(code: str, functions: Collection[str] = ()) -> SnippetScan:
     bindings = _ModuleBindings()
     for statement in tree.body:
         bindings.visit(statement)
-    nodes = list(ast.walk(tree))
-    unawaited = [name for node in nodes if (name := _is_bare_tool_call(node, functions))]
-    uses = any(isinstance(node, ast.Name) and node.id in functions for node in nodes)
+    # A name that is nowhere in the text is nowhere in the tree: most snippets skip the second walk.
+    named = [function for function in functions if function in code]
+    unawaited: list[str] = []
+    uses = False
+    if named or "gather" in code:
+        nodes = list(ast.walk(tree))
+        unawaited = [name for node in nodes if (name := _is_bare_tool_call(node, named))]
+        uses = any(isinstance(node, ast.Name) and node.id in named for node in nodes)
     last = tree.body[-1] if tree.body else None
     value_at = None
     if isinstance(last, ast.Expr):
