@@ -195,7 +195,8 @@ async def test_a_long_lived_repl_stops_type_checking(
         scope = code_mode.scopes.get("long")
         first = await run(scope, "await wait(tag='x')")
         await run(scope, "1")  # names no tool function: not checked, not counted
-        await run(scope, "await wait(seconds=0)")
+        await run(scope, "await wait(seconds=0)")  # a call the check has nothing to say of: not counted
+        await run(scope, "w = wait\nawait w(seconds=0)")  # a function as a value: checked, counted
         fourth = await run(scope, "await wait(tag='x')")
     assert "the type check found mistakes" in first.content
     assert "the type check" not in fourth.content

@@ -51,3 +51,32 @@ def test_a_wrong_literal_is_stopped_and_a_variable_is_not() -> None:
     text = rejection(diagnostic, "await get(mode='fast')", FUNCTIONS)
     assert text is not None and 'get(): `mode` must be Literal["strict", "lenient"], not "fast"' in text
     assert rejection(diagnostic, "await get(mode=m)", FUNCTIONS) is None  # a variable may be stale
+
+
+@pytest.mark.parametrize(
+    ("code", "can_catch"),
+    [
+        ("r = await wait(seconds=1, tag='x')", False),
+        ("r = await wait(seconds=n)", False),  # a variable: the check is never sure of it
+        ("rs = await asyncio.gather(wait(seconds=1), *[wait(seconds=i) for i in range(3)])", False),
+        ("r = wait(seconds=1)", True),  # not awaited: a coroutine as a value
+        ("r = await wait(1)", True),  # positional
+        ("r = await wait(tag='x')", True),  # a required argument missing
+        ("r = await wait(seconds=1, bogus=2)", True),
+        ("r = await wait(seconds='one')", True),  # a literal of the wrong kind
+        ("r = await wait(seconds=True)", True),
+        ("r = await wait(seconds=None)", True),
+        ("w = wait\nr = await w(seconds=1)", True),  # the function as a value
+        ("r = await wait(**options)", True),
+        ("print(1)", False),
+    ],
+)
+def test_the_check_is_skipped_only_when_it_could_catch_nothing(code: str, can_catch: bool) -> None:
+    from asyncai.code_mode.catalog.entries import build_catalog
+    from asyncai.code_mode.engine.type_check import check_can_catch
+    from asyncai.code_mode.engine.variables import parse_snippet
+    from tests.code_mode.conftest import FakeExecutor
+
+    tree = parse_snippet(code)
+    assert tree is not None
+    assert check_can_catch(tree, build_catalog(FakeExecutor().tools())) is can_catch

@@ -42,9 +42,10 @@ from asyncai.code_mode.engine.pausing import (
 )
 from asyncai.code_mode.engine.preamble import DISABLED_BUILTINS, HOST_CALL, INTERNAL_PREFIX, scope_preamble
 from asyncai.code_mode.engine.speculation import Speculations, literal_calls
-from asyncai.code_mode.engine.type_check import rejection, type_check_stubs
+from asyncai.code_mode.engine.type_check import check_can_catch, rejection, type_check_stubs
 from asyncai.code_mode.engine.variables import (
     LAST_VALUE,
+    SCAN_ON_LOOP_CHARS,
     BoundVariable,
     SnippetScan,
     bind_last_value,
@@ -625,6 +626,7 @@ class ReplScope(ToolSource):
             scan.uses_functions
             and self._checked_version == self.setup.catalog_version
             and self._checked_snippets < TYPE_CHECKED_SNIPPETS
+            and self._check_can_catch(code)
         )
         self._checked_snippets += checked
         self._probed = None
@@ -920,6 +922,14 @@ class ReplScope(ToolSource):
         for name in note_candidates(list(bound)):
             self._bound.pop(name, None)
             self._bound[name] = None
+
+    def _check_can_catch(self, code: str) -> bool:
+        """Whether the type check might stop ``code`` (``type_check.check_can_catch``); a long
+        snippet is not parsed again on the event loop, and is checked."""
+        if len(code) > SCAN_ON_LOOP_CHARS:
+            return True
+        tree = parse_snippet(code)
+        return tree is None or check_can_catch(tree, self.setup.catalog)
 
     def _with_probe(self, code: str, scan: SnippetScan) -> str | None:
         """``code`` (as fed: its value bound to ``_``) followed by the variables probe, its value

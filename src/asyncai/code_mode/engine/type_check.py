@@ -21,6 +21,7 @@ import ast
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from asyncai.code_mode.catalog.entries import CatalogEntry, call_mistakes
 from asyncai.code_mode.catalog.stubs import render_signature
@@ -205,3 +206,89 @@ def _readable(diagnostic: Diagnostic, lines: list[str], functions: Mapping[str, 
     if "CoroutineType[" in message:
         return f"{message}: a tool call needs `await` (`result = await tool(...)`)"
     return message
+
+
+
+_LITERAL_KINDS: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list, tuple),
+    "object": (dict,),
+}
+
+
+def check_can_catch(tree: ast.Module, catalog: Mapping[str, CatalogEntry]) -> bool:
+    """Whether the type check could stop this snippet. ``False`` only when every use of a catalog
+    function is a call of a known shape, awaited (``await f(k=v)``) or gathered (``await
+    asyncio.gather(f(...), *[g(...) for ...])``), with no literal of the wrong kind: then the
+    check (about a millisecond, and the checker's upkeep after it) would find nothing it is sure of."""
+    placed: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Await) and isinstance(node.value, ast.Call):
+            call = node.value
+            if not _is_gather(call):
+                placed.add(id(call))
+                continue
+            for arg in call.args:
+                inner = arg.value if isinstance(arg, ast.Starred) else arg
+                if isinstance(inner, ast.ListComp | ast.GeneratorExp):
+                    inner = inner.elt
+                if isinstance(inner, ast.Call):
+                    placed.add(id(inner))
+    called: set[int] = set()
+    for node in ast.walk(tree):  # breadth first: a call before the name it calls
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in catalog:
+            if id(node) not in placed or not _well_formed(node, catalog[node.func.id]):
+                return True
+            called.add(id(node.func))
+        elif isinstance(node, ast.Name) and node.id in catalog and id(node) not in called:
+            return True  # a catalog function used as a value
+    return False
+
+
+def _is_gather(call: ast.Call) -> bool:
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "gather"
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "asyncio"
+    )
+
+
+def _well_formed(call: ast.Call, entry: CatalogEntry) -> bool:
+    if call.args or any(keyword.arg is None for keyword in call.keywords):
+        return False
+    names = [str(keyword.arg) for keyword in call.keywords]
+    if call_mistakes("f", entry, [], names):
+        return False
+    properties = entry.tool.input_schema.get("properties") or {}
+    for keyword in call.keywords:
+        kind = _literal_kind(keyword.value)
+        if kind is _NOT_LITERAL:
+            continue
+        schema = properties.get(entry.parameters[str(keyword.arg)]) if isinstance(properties, dict) else None
+        expected = schema.get("type") if isinstance(schema, dict) else None
+        if not isinstance(expected, str) or expected not in _LITERAL_KINDS:
+            continue  # a union, or no type: the checker is not sure either
+        if kind is None or not isinstance(kind, _LITERAL_KINDS[expected]):
+            return False
+        if isinstance(kind, bool) and expected in ("integer", "number"):
+            return False
+    return True
+
+
+_NOT_LITERAL = object()
+
+
+def _literal_kind(node: ast.expr) -> Any:
+    """A literal's value (enough to know its kind), or ``_NOT_LITERAL`` for anything else."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.List | ast.Tuple):
+        return []
+    if isinstance(node, ast.Dict):
+        return {}
+    return _NOT_LITERAL
