@@ -208,7 +208,6 @@ def _readable(diagnostic: Diagnostic, lines: list[str], functions: Mapping[str, 
     return message
 
 
-
 _LITERAL_KINDS: dict[str, tuple[type, ...]] = {
     "string": (str,),
     "integer": (int,),
