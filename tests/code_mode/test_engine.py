@@ -166,6 +166,32 @@ async def test_killed_worker_gives_an_error_that_says_state_was_reset(
     assert (await run(scope, "2 + 2")).content == "4"
 
 
+def _pidfd_of(descriptor: int) -> int | None:
+    """The pid a descriptor of this process is a pidfd of, if it is one."""
+    try:
+        if os.readlink(f"/proc/self/fd/{descriptor}") != "anon_inode:[pidfd]":
+            return None
+        with open(f"/proc/self/fdinfo/{descriptor}") as info:
+            return next(int(line.split()[1]) for line in info if line.startswith("Pid:"))
+    except FileNotFoundError:
+        return None
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="the worker watch needs pidfds (Linux)")
+async def test_the_worker_watch_holds_one_pidfd_per_worker_from_checkout_to_release(code_mode: CodeMode) -> None:
+    scope = code_mode.new_scope()
+    assert scope is not None
+    pid = await worker_pid(scope)
+    assert scope._worker is not None
+    descriptor = scope.setup.sandbox.exit_watch(scope._worker)
+    assert descriptor is not None and _pidfd_of(descriptor) == pid
+    for _ in range(3):  # snippets reuse the worker's descriptor: none is opened per snippet
+        assert (await run(scope, "1 + 1")).content == "2"
+        assert scope.setup.sandbox.exit_watch(scope._worker) == descriptor
+    await scope.aclose()
+    assert _pidfd_of(descriptor) != pid  # closed at release
+
+
 async def test_hung_tool_hits_the_per_call_timeout(code_mode: CodeMode) -> None:
     output = await run(code_mode, "try:\n    await hang()\nexcept RuntimeError as e:\n    r = str(e)\nr")
     assert (output.content, output.is_error) == ("tool hang timed out after 1.0 s", False)

@@ -9,7 +9,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Awaitable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -21,7 +21,7 @@ from asyncai.code_mode.catalog.resources import RESOURCE_FUNCTIONS, call_resourc
 from asyncai.code_mode.engine.clock import WallClock
 from asyncai.code_mode.engine.crossing import Payload, tool_payload
 from asyncai.code_mode.engine.pausing import HeldCall
-from asyncai.code_mode.engine.speculation import Speculations
+from asyncai.code_mode.engine.speculation import Speculations, literal_calls
 from asyncai.code_mode.limits import CodeModeLimits
 from asyncai.humanize import count, seconds
 from asyncai.log import (
@@ -336,8 +336,25 @@ class SnippetDispatcher:
             task.cancel()
         await asyncio.wait(tasks, timeout=timeout)
 
+    def speculate(self, lines: Iterable[str], allowed: Callable[[CatalogEntry], bool]) -> None:
+        """Launch the literal calls of ``lines`` (``speculation.literal_calls``) that ``allowed``
+        picks and that make valid arguments."""
+        if self.speculations is None:
+            return
+        for line in lines:
+            for found in literal_calls(line, self.catalog, allowed):
+                entry = self.catalog[found.function]
+                try:
+                    arguments = validate_arguments(found.function, entry, (), found.keywords)
+                except TypeError:
+                    continue  # the snippet's own call will say what is wrong
+                self.speculations.launch(entry.tool.name, arguments)
+
     def audit(self) -> dict[str, Any]:
-        return {"nested_calls": [call.audit() for call in self.calls]}
+        audit: dict[str, Any] = {"nested_calls": [call.audit() for call in self.calls]}
+        if self.speculations is not None and self.speculations.launched:
+            audit["speculative_calls"] = self.speculations.report()
+        return audit
 
     def calls_report(self) -> str | None:
         return calls_report(self.calls)

@@ -8,8 +8,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +28,7 @@ from asyncai.code_mode.engine.contract import (
     format_outcome,
     hide_frames,
 )
-from asyncai.code_mode.engine.dispatch import SnippetDispatcher, refuse_os, validate_arguments
+from asyncai.code_mode.engine.dispatch import SnippetDispatcher, refuse_os
 from asyncai.code_mode.engine.eager import Statement, complete_statements, runs_early
 from asyncai.code_mode.engine.pausing import (
     HeldCall,
@@ -41,7 +40,7 @@ from asyncai.code_mode.engine.pausing import (
     settled,
 )
 from asyncai.code_mode.engine.preamble import DISABLED_BUILTINS, HOST_CALL, INTERNAL_PREFIX, scope_preamble
-from asyncai.code_mode.engine.speculation import Speculations, literal_calls
+from asyncai.code_mode.engine.speculation import Speculations
 from asyncai.code_mode.engine.type_check import check_can_catch, rejection, type_check_stubs
 from asyncai.code_mode.engine.variables import (
     LAST_VALUE,
@@ -491,14 +490,14 @@ class ReplScope(ToolSource):
         feed: asyncio.Future[Any] | None = None
         clock_started = asyncio.get_running_loop().time()
         try:
-            local = self.setup.sandbox.kind == "pool"  # a remote worker's pid is not ours to watch
-            watch = _worker_watch(worker, dispatcher) if local else contextlib.nullcontext()
-            async with WallClock(max(remaining, 0.0)) as clock, watch:
+            watch = _worker_watch(self.setup.sandbox.exit_watch(worker), dispatcher)
+            async with WallClock(max(remaining, 0.0)) as clock:
                 dispatcher.clock = clock
-                feed = asyncio.ensure_future(start())
-                # Shielded: a cancel that reached the feed would lose the REPL (pydantic-monty);
-                # a cancel from outside interrupts the snippet instead (``_interrupted``).
-                value = await asyncio.shield(feed)
+                with watch:
+                    feed = asyncio.ensure_future(start())
+                    # Shielded: a cancel that reached the feed would lose the REPL (pydantic-monty);
+                    # a cancel from outside interrupts the snippet instead (``_interrupted``).
+                    value = await asyncio.shield(feed)
         except SnippetHeld as held:
             ran = self.limits.wall_timeout - remaining + asyncio.get_running_loop().time() - clock_started
             return await self._pause(held, worker, dispatcher, capture, snippet, ran)
@@ -626,7 +625,7 @@ class ReplScope(ToolSource):
             scan.uses_functions
             and self._checked_version == self.setup.catalog_version
             and self._checked_snippets < TYPE_CHECKED_SNIPPETS
-            and self._check_can_catch(code)
+            and self._check_can_catch(code, scan)
         )
         self._checked_snippets += checked
         self._probed = None
@@ -923,13 +922,13 @@ class ReplScope(ToolSource):
             self._bound.pop(name, None)
             self._bound[name] = None
 
-    def _check_can_catch(self, code: str) -> bool:
+    def _check_can_catch(self, code: str, scan: SnippetScan) -> bool:
         """Whether the type check might stop ``code`` (``type_check.check_can_catch``); a long
         snippet is not parsed again on the event loop, and is checked."""
-        if len(code) > SCAN_ON_LOOP_CHARS:
-            return True
-        tree = parse_snippet(code)
-        return tree is None or check_can_catch(tree, self.setup.catalog)
+        tree = scan.tree
+        if tree is None and len(code) <= SCAN_ON_LOOP_CHARS:
+            tree = parse_snippet(code)
+        return tree is None or check_can_catch(tree, self.setup.catalog, scan.nodes if scan.tree else None)
 
     def _with_probe(self, code: str, scan: SnippetScan) -> str | None:
         """``code`` (as fed: its value bound to ``_``) followed by the variables probe, its value
@@ -989,17 +988,11 @@ class ReplScope(ToolSource):
         self.setup.room.poke()
 
 
-@contextlib.asynccontextmanager
-async def _worker_watch(worker: pm.AsyncMontySession, dispatcher: SnippetDispatcher) -> AsyncIterator[None]:
+@contextlib.contextmanager
+def _worker_watch(descriptor: int | None, dispatcher: SnippetDispatcher) -> Iterator[None]:
     """While a snippet runs, a worker that exits (killed, crashed) cancels the tool calls the snippet
     awaits: the feed then fails at once instead of when a slow tool finally returns. Event-driven,
-    through a pidfd (Linux); elsewhere nothing is watched."""
-    pid = worker.worker_pid
-    pidfd_open = getattr(os, "pidfd_open", None)
-    descriptor = None
-    if pid is not None and pidfd_open is not None:
-        with contextlib.suppress(OSError):  # a remote worker, or one already gone
-            descriptor = pidfd_open(pid)
+    through the worker's pidfd (``Sandbox.exit_watch``); without one nothing is watched."""
     if descriptor is None:
         yield
         return
@@ -1009,7 +1002,6 @@ async def _worker_watch(worker: pm.AsyncMontySession, dispatcher: SnippetDispatc
         yield
     finally:
         loop.remove_reader(descriptor)
-        os.close(descriptor)
 
 
 async def _retrieve(feed: asyncio.Future[Any] | None) -> None:
@@ -1110,14 +1102,7 @@ class EagerSnippet:
         lines = self._prefix.splitlines(keepends=True)
         whole = len(lines) if lines and lines[-1].endswith("\n") else len(lines) - 1
         setup = self.scope.setup
-        for line in lines[self._scanned_lines : whole]:
-            for found in literal_calls(line, setup.catalog, setup.speculates):
-                entry = setup.catalog[found.function]
-                try:
-                    arguments = validate_arguments(found.function, entry, (), found.keywords)
-                except TypeError:
-                    continue  # the snippet's own call will say what is wrong
-                self._speculations.launch(entry.tool.name, arguments)
+        self._dispatcher.speculate(lines[self._scanned_lines : whole], setup.speculates)
         self._scanned_lines = max(self._scanned_lines, whole)
 
     async def finish(self, arguments: dict[str, Any]) -> ToolCallOutput:
@@ -1274,8 +1259,6 @@ class EagerSnippet:
         audit = self._dispatcher.audit()
         if self.ran:
             audit["eager_statements"] = len(self.ran)
-        if self._speculations is not None and self._speculations.launched:
-            audit["speculative_calls"] = self._speculations.report()
         return audit
 
     def _stopped(self, why: str) -> ToolCallOutput:

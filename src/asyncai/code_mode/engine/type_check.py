@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -218,13 +218,17 @@ _LITERAL_KINDS: dict[str, tuple[type, ...]] = {
 }
 
 
-def check_can_catch(tree: ast.Module, catalog: Mapping[str, CatalogEntry]) -> bool:
+def check_can_catch(
+    tree: ast.Module, catalog: Mapping[str, CatalogEntry], nodes: Sequence[ast.AST] | None = None
+) -> bool:
     """Whether the type check could stop this snippet. ``False`` only when every use of a catalog
     function is a call of a known shape, awaited (``await f(k=v)``) or gathered (``await
     asyncio.gather(f(...), *[g(...) for ...])``), with no literal of the wrong kind: then the
-    check (about a millisecond, and the checker's upkeep after it) would find nothing it is sure of."""
+    check (about a millisecond, and the checker's upkeep after it) would find nothing it is sure of.
+    ``nodes``: the tree's nodes in ``ast.walk`` order, when the caller has them already."""
+    nodes = tuple(ast.walk(tree)) if nodes is None else nodes
     placed: set[int] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Await) and isinstance(node.value, ast.Call):
             call = node.value
             if not _is_gather(call):
@@ -237,7 +241,7 @@ def check_can_catch(tree: ast.Module, catalog: Mapping[str, CatalogEntry]) -> bo
                 if isinstance(inner, ast.Call):
                     placed.add(id(inner))
     called: set[int] = set()
-    for node in ast.walk(tree):  # breadth first: a call before the name it calls
+    for node in nodes:  # breadth first: a call before the name it calls
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in catalog:
             if id(node) not in placed or not _well_formed(node, catalog[node.func.id]):
                 return True

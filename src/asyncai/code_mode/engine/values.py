@@ -82,6 +82,8 @@ def to_json_value(value: Any) -> Any:
     ``str`` become their ``repr``; NaN/inf become ``"NaN"``/``"Infinity"``/``"-Infinity"``; any
     other object becomes its ``repr`` string. A container that contains itself is cut with a marker.
     """
+    if not isinstance(value, dict | list | tuple | set | frozenset):  # most snippets return a scalar
+        return _scalar(value)
     root: list[Any] = []
     stack: list[_Frame] = [(root, iter([(None, value)]), 0)]
     active: set[int] = set()  # ids of the containers on the current path (cycle guard)

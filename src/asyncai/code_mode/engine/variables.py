@@ -11,7 +11,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from asyncai.code_mode.engine.preamble import INTERNAL_PREFIX
 
@@ -31,8 +31,11 @@ def parse_snippet(code: str) -> ast.Module | None:
 class _ModuleBindings(ast.NodeVisitor):
     """Collects the names a snippet binds in the module scope, in order of first appearance."""
 
-    def __init__(self) -> None:
+    def __init__(self, code: str) -> None:
         self.names: dict[str, None] = {}
+        # Most snippets have neither: their nested scopes need no walk.
+        self.has_walrus = ":=" in code
+        self.has_global = "global" in code
 
     def _add(self, name: str) -> None:
         self.names.setdefault(name, None)
@@ -43,6 +46,8 @@ class _ModuleBindings(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         self._add(node.name)
+        if not self.has_global:
+            return
         # A nested scope binds module names only through ``global``.
         for child in ast.walk(node):
             if isinstance(child, ast.Global):
@@ -57,6 +62,8 @@ class _ModuleBindings(ast.NodeVisitor):
 
     def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp) -> None:
         # Comprehension targets are local to it; a walrus inside binds in the enclosing scope.
+        if not self.has_walrus:
+            return
         for child in ast.walk(node):
             if isinstance(child, ast.NamedExpr) and isinstance(child.target, ast.Name):
                 self._add(child.target.id)
@@ -99,6 +106,10 @@ class SnippetScan:
     """Whether it names a catalog function (True too when CPython cannot parse it)."""
     value_at: tuple[int, int] | None = None
     """(line, character) where the trailing expression starts: its value is bound to ``_``."""
+    tree: ast.Module | None = field(default=None, compare=False, repr=False)
+    """The parsed snippet, for the checks after the scan (not parsed twice)."""
+    nodes: tuple[ast.AST, ...] | None = field(default=None, compare=False, repr=False)
+    """Every node of ``tree``, breadth first, when it names a catalog function or ``gather``."""
 
 
 def scan_snippet(code: str, functions: Collection[str] = ()) -> SnippetScan:
@@ -106,23 +117,27 @@ def scan_snippet(code: str, functions: Collection[str] = ()) -> SnippetScan:
     tree = parse_snippet(code)
     if tree is None:
         return SnippetScan((), ())
-    bindings = _ModuleBindings()
+    bindings = _ModuleBindings(code)
     for statement in tree.body:
         bindings.visit(statement)
     # A name that is nowhere in the text is nowhere in the tree: most snippets skip the second walk.
     named = [function for function in functions if function in code]
     unawaited: list[str] = []
     uses = False
+    nodes = None
     if named or "gather" in code:
-        nodes = list(ast.walk(tree))
+        nodes = tuple(ast.walk(tree))
         unawaited = [name for node in nodes if (name := _is_bare_tool_call(node, named))]
         uses = any(isinstance(node, ast.Name) and node.id in named for node in nodes)
     last = tree.body[-1] if tree.body else None
     value_at = None
     if isinstance(last, ast.Expr):
-        line = code.splitlines()[last.lineno - 1] if last.lineno <= len(code.splitlines()) else ""
+        lines = code.splitlines()
+        line = lines[last.lineno - 1] if last.lineno <= len(lines) else ""
         value_at = (last.lineno, len(line.encode()[: last.col_offset].decode(errors="replace")))
-    return SnippetScan(tuple(bindings.names), tuple(dict.fromkeys(unawaited)), uses, value_at)
+    return SnippetScan(
+        tuple(bindings.names), tuple(dict.fromkeys(unawaited)), uses, value_at, tree=tree, nodes=nodes
+    )
 
 
 SCAN_ON_LOOP_CHARS = 50_000

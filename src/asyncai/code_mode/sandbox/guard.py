@@ -44,6 +44,8 @@ class PoolGuard:
         self.loop = asyncio.get_running_loop()
         self.sessions: dict[int, tuple[pm.AsyncMontySession, int | None, int | None]] = {}
         """id -> (session, worker pid, worker start time) of every session not released yet."""
+        self.pidfds: dict[int, int] = {}
+        """id -> a pidfd of the session's worker (``exit_watch``), opened at checkout: not per snippet."""
         self.closed = False
         """Closing or closed: the pool is of no further use."""
         self.pid = os.getpid()
@@ -72,9 +74,17 @@ class PoolGuard:
     def checked_out(self, session: pm.AsyncMontySession) -> None:
         pid = session.worker_pid if self.local else None  # a remote worker's pid is not ours
         self.sessions[id(session)] = (session, pid, _start_time(pid) if pid is not None else None)
+        pidfd_open = getattr(os, "pidfd_open", None)
+        if pid is not None and pidfd_open is not None:
+            with contextlib.suppress(OSError):  # already gone: nothing to watch
+                self.pidfds[id(session)] = pidfd_open(pid)
 
     def released(self, session: pm.AsyncMontySession) -> None:
         self.sessions.pop(id(session), None)
+        _close(self.pidfds.pop(id(session), None))
+
+    def exit_watch(self, session: pm.AsyncMontySession) -> int | None:
+        return self.pidfds.get(id(session)) if id(session) in self.sessions else None
 
     def holds(self, session: pm.AsyncMontySession) -> bool:
         """Whether ``session`` is still open on this pool (not ended with an earlier event loop)."""
@@ -107,6 +117,9 @@ class PoolGuard:
                 _kill(pid, start)
         await asyncio.gather(*(_end_session(session) for session, _, _ in sessions))
         self.sessions.clear()
+        for descriptor in self.pidfds.values():
+            _close(descriptor)
+        self.pidfds.clear()
         with contextlib.suppress(Exception):
             await self.pool.__aexit__(None, None, None)
         await asyncio.sleep(EXIT_GRACE_SECONDS)
@@ -147,6 +160,12 @@ def _close_unclosed_pools() -> None:
 async def _end_session(session: pm.AsyncMontySession) -> None:
     with contextlib.suppress(Exception):
         await session.__aexit__(None, None, None)
+
+
+def _close(descriptor: int | None) -> None:
+    if descriptor is not None:
+        with contextlib.suppress(OSError):
+            os.close(descriptor)
 
 
 def _kill(pid: int | None, start: int | None) -> None:

@@ -49,6 +49,11 @@ class Sandbox(Protocol):
         (a program that runs ``asyncio.run`` twice with one code mode)."""
         ...
 
+    def exit_watch(self, session: pm.AsyncMontySession) -> int | None:
+        """A descriptor that turns readable when ``session``'s worker exits (its pidfd, open from
+        checkout to release), or None: a remote worker, or no pidfds (not Linux)."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -105,6 +110,9 @@ class _MontySandbox:
 
     def holds(self, session: pm.AsyncMontySession) -> bool:
         return self._guard is not None and self._guard.holds(session)
+
+    def exit_watch(self, session: pm.AsyncMontySession) -> int | None:
+        return None if self._guard is None else self._guard.exit_watch(session)
 
     async def aclose(self) -> None:
         async with self._lock:
