@@ -178,7 +178,9 @@ def _pidfd_of(descriptor: int) -> int | None:
 
 
 @pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="the worker watch needs pidfds (Linux)")
-async def test_the_worker_watch_holds_one_pidfd_per_worker_from_checkout_to_release(code_mode: CodeMode) -> None:
+async def test_the_worker_watch_holds_one_pidfd_per_worker_from_checkout_to_release(
+    code_mode: CodeMode,
+) -> None:
     scope = code_mode.new_scope()
     assert scope is not None
     pid = await worker_pid(scope)
