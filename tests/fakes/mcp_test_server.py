@@ -3,7 +3,7 @@
 Tools: ``whoami`` (routing), ``echo``, ``sleep`` (concurrency and timeouts), ``blob`` (large
 results), ``fail`` (is_error), ``die`` (a server crash mid-call), ``write_note`` (a mutating tool),
 ``getenv`` (the server's environment), ``grow`` (adds a tool at run time and sends
-``tools/list_changed``).
+``tools/list_changed``), ``trace_id`` (the trace the call arrived in, from its ``_meta``).
 With ``--http PORT`` it serves Streamable HTTP on 127.0.0.1 and prints ``ready`` when listening.
 """
 
@@ -18,6 +18,7 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from opentelemetry import trace
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False)
 
@@ -68,6 +69,12 @@ def build(name: str) -> MCPServer:
     def getenv(name: str) -> dict[str, str | None]:
         """The value of the environment variable ``name`` in the server process (null when unset)."""
         return {"name": name, "value": os.environ.get(name)}
+
+    @server.tool(annotations=READ_ONLY)
+    def trace_id() -> str:
+        """The W3C trace id this call carried in _meta (the SDK continues it), or "" for none."""
+        context = trace.get_current_span().get_span_context()
+        return format(context.trace_id, "032x") if context.is_valid else ""
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
     def write_note(text: str) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from asyncai.backend.harness import ModelTurn, SessionHarness
 from asyncai.backend.metrics import TurnSummary
 from asyncai.humanize import one_line, seconds
 from asyncai.log import decoded_or_preview, dumps_compact, log_event
+from asyncai.telemetry.spans import NO_CONTENT, Tracing, agent_run, end_chat, start_chat
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 
 _ERROR_PREVIEW_CHARS = 300
@@ -154,10 +155,17 @@ class OpenAiCompatibleBackend:
     """
 
     def __init__(
-        self, config: BackendConfig, *, client: httpx2.AsyncClient | None = None, activity: Activity = QUIET
+        self,
+        config: BackendConfig,
+        *,
+        client: httpx2.AsyncClient | None = None,
+        activity: Activity = QUIET,
+        tracing: Tracing = NO_CONTENT,
     ) -> None:
         self.config = config
         self.activity = activity
+        self.tracing = tracing
+        """Where the run's span and its model requests' spans go (``telemetry.spans``)."""
         self._own_client = client is None
         self._client = client or httpx2.AsyncClient(
             timeout=httpx2.Timeout(config.request_timeout, connect=config.connect_timeout)
@@ -197,8 +205,26 @@ class OpenAiCompatibleBackend:
 
         ``history`` is the thread's earlier messages; ``session`` receives this run's messages as
         they happen. Raises :class:`ModelServerError` when the model server fails; tool failures
-        never raise, they become error tool results the model can read.
+        never raise, they become error tool results the model can read. The run is a span
+        (``invoke_agent``), current while it lasts: its model requests and snippets nest under it.
         """
+        with agent_run(self.tracing, self.config.model, thread_id) as span:
+            try:
+                return await self._run(history, user_text, executor, note, thread_id, run_id, session)
+            except ModelServerError as exc:
+                span.set_attribute("error.type", type(exc).__name__)
+                raise
+
+    async def _run(
+        self,
+        history: Sequence[Message],
+        user_text: str,
+        executor: ToolSource,
+        note: str | None,
+        thread_id: str | None,
+        run_id: int | str | None,
+        session: SessionHarness | None,
+    ) -> RunResult:
         definitions = executor.tools()
         tools_by_name: dict[str, ToolDefinition] = {t.name: t for t in definitions}
         tool_json = wire.tool_specs(definitions)
@@ -235,7 +261,7 @@ class OpenAiCompatibleBackend:
                 self.activity.model_request(round_number)
                 eager = self._eager_calls(executor, body, final)
                 try:
-                    turn = await self.complete(body, eager)
+                    turn = await self._traced_complete(body, eager, round_number)
                 except ModelServerError as exc:
                     ran = await asyncio.shield(eager.abandon()) if eager is not None else []
                     if ran:  # the user must know what ran of a snippet that never fully arrived
@@ -293,6 +319,19 @@ class OpenAiCompatibleBackend:
             final_round_forced=summary.final_round_forced,
             summary=summary,
         )
+
+    async def _traced_complete(
+        self, body: dict[str, Any], eager: EagerCalls | None, round_number: int
+    ) -> wire.AssistantTurn:
+        """``complete`` as a ``chat`` span, with the tokens the server reports."""
+        span = start_chat(self.tracing, self.config.model, round_number, streamed=bool(body.get("stream")))
+        try:
+            turn = await self.complete(body, eager)
+        except BaseException as exc:
+            end_chat(span, error=exc)
+            raise
+        end_chat(span, usage=turn.usage, finish_reason=turn.finish_reason, tool_calls=len(turn.tool_calls))
+        return turn
 
     def _model_turn(self, turn: wire.AssistantTurn) -> ModelTurn:
         return ModelTurn(model=self.config.model, finish_reason=turn.finish_reason, usage=turn.usage)

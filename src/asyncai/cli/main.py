@@ -35,6 +35,7 @@ from asyncai.cli.parsing import (
 from asyncai.cli.settings import Settings, UsageError, resolve
 from asyncai.code_mode import SandboxConfigError
 from asyncai.log import configure_logging
+from asyncai.telemetry.export import TracingUnavailable, start_export
 from asyncai.tools import ConfigError, ServerStartError
 from asyncai.wording import use_flags
 
@@ -103,8 +104,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         with terminal.preserved(sys.stdin):
             settings = parse_settings(sys.argv[1:] if argv is None else argv)
             configure_logging(settings.switch("verbose"))
-            status = shutdown.run(_dispatch(settings))
-    except (UsageError, ConfigError, ServerStartError, SandboxConfigError) as exc:
+            export = start_export(settings.text("otlp"), os.environ)
+            try:
+                status = shutdown.run(_dispatch(settings))
+            finally:
+                if export is not None:
+                    export.shutdown()
+    except (UsageError, ConfigError, ServerStartError, SandboxConfigError, TracingUnavailable) as exc:
         print(f"asyncai: {exc}", file=sys.stderr)
         status = 2
     except KeyboardInterrupt:  # before the event loop runs

@@ -119,6 +119,23 @@ def add_code_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="run snippets without checking their tool calls against the stubs first",
     )
+    add_trace_options(parser)
+
+
+def add_trace_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("traces (OpenTelemetry, the otel extra)")
+    group.add_argument(
+        "--otlp",
+        metavar="URL",
+        help="send traces over OTLP/HTTP to this collector, e.g. http://localhost:4318 "
+        "(default: env OTEL_EXPORTER_OTLP_ENDPOINT; none)",
+    )
+    group.add_argument(
+        "--trace-content",
+        action="store_true",
+        default=None,
+        help="put snippet code and tool-call arguments in the spans (they can hold secrets; results never)",
+    )
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:

@@ -101,6 +101,7 @@ async def code_mode_executor(
             observed_shapes=ObservedShapes(default_state_dir().parent / SHAPES_FILE),
             speculate=not settings.switch("no_speculate"),
             speculate_tools=settings.texts("speculate"),
+            trace_content=settings.switch("trace_content"),
         )
         try:
             yield executor

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asyncai.activity import QUIET, Activity
 from asyncai.approvals.gate import Approver, MutationPolicy
@@ -20,8 +20,12 @@ from asyncai.code_mode.sandbox.sandboxes import open_sandbox
 from asyncai.code_mode.sandbox.workers import WorkerRoom
 from asyncai.code_mode.scopes import ReplScopes
 from asyncai.state.stores import StateStore
+from asyncai.telemetry.spans import Tracing
 from asyncai.tools.routing import RoutedTools
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolsChangedListener, ToolSource
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 
 class CodeMode(ToolSource):
@@ -33,6 +37,10 @@ class CodeMode(ToolSource):
     ``scopes`` keeps one REPL per conversation (``scopes.use(key)``), and ``new_scope()`` makes a
     REPL of its own. Use as ``async with CodeMode(...) as code_mode``: closing it stops every
     sandbox worker; the tool sources belong to whoever opened them.
+
+    Each snippet is an OpenTelemetry span (``execute_tool run_code``), each nested call its child,
+    made with ``tracer_provider`` (default: the global one, which records nothing unless set up);
+    ``trace_content`` adds the code and the call arguments as span events (they can hold secrets).
     """
 
     def __init__(
@@ -48,6 +56,8 @@ class CodeMode(ToolSource):
         observed_shapes: ObservedShapes | None = None,
         speculate: bool = True,
         speculate_tools: Collection[str] = (),
+        tracer_provider: TracerProvider | None = None,
+        trace_content: bool = False,
     ) -> None:
         inner = tools if isinstance(tools, ToolSource) else RoutedTools(tools)
         self.inner = inner
@@ -73,6 +83,7 @@ class CodeMode(ToolSource):
             shapes=observed_shapes,
             speculate=speculate,
             speculate_tools=frozenset(speculate_tools),
+            tracing=Tracing(tracer_provider, content=trace_content),
         )
         self._default = ReplScope(self._setup)
         self.scopes = ReplScopes(self)

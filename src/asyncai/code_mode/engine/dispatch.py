@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -12,6 +13,8 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from opentelemetry.trace import Span
 
 from asyncai.activity import QUIET, Activity, NestedCall
 from asyncai.approvals.gate import Approval, ApprovalRequest, MutationGate
@@ -32,7 +35,8 @@ from asyncai.log import (
     log_event,
     logger,
 )
-from asyncai.tools.types import ToolSource
+from asyncai.telemetry.spans import NO_CONTENT, Tracing, end_nested, nested_call
+from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 
 OS_DENIED = "os access disabled in asyncai code mode"
 SETTLE_TIMEOUT = 5.0
@@ -105,6 +109,9 @@ class SnippetDispatcher:
     """The run was stopped from outside: tool calls fail in the snippet (``interrupt``)."""
     speculations: Speculations | None = None
     """Read-only calls launched while the snippet streamed, which its own calls may claim."""
+    tracing: Tracing = NO_CONTENT
+    span: Span | None = None
+    """The snippet's span: each nested call's span is its child (``telemetry.spans``)."""
     mutations_held: asyncio.Future[Approval] | None = None
     """While set, a mutating call waits for it before the gate (a snippet still streaming:
     ``EagerSnippet``); a refusal raises ``PermissionError`` at the call."""
@@ -199,6 +206,23 @@ class SnippetDispatcher:
             tool=entry.tool.name, arguments=arguments, mutating=entry.tool.mutating, function=py_name
         )
         self.calls.append(record)
+        tool = entry.tool
+        with nested_call(
+            self.tracing, self.span, tool.name, tool.server, arguments, mutating=record.mutating
+        ) as span:
+            try:
+                return await self._run_recorded(entry, py_name, arguments, record, approval)
+            finally:
+                end_nested(span, result_bytes=record.bytes, is_error=record.is_error, refused=record.refused)
+
+    async def _run_recorded(
+        self,
+        entry: CatalogEntry,
+        py_name: str,
+        arguments: dict[str, Any],
+        record: NestedCall,
+        approval: Approval | None,
+    ) -> tuple[str, Any]:
         self.activity.call_started(record)
         started = time.monotonic()
         level = logging.WARNING if record.mutating else logging.INFO
@@ -348,7 +372,17 @@ class SnippetDispatcher:
                     arguments = validate_arguments(found.function, entry, (), found.keywords)
                 except TypeError:
                     continue  # the snippet's own call will say what is wrong
-                self.speculations.launch(entry.tool.name, arguments)
+                call = functools.partial(self._speculative_call, entry.tool, arguments)
+                self.speculations.launch(entry.tool.name, arguments, call)
+
+    async def _speculative_call(self, tool: ToolDefinition, arguments: dict[str, Any]) -> ToolCallOutput:
+        with nested_call(
+            self.tracing, self.span, tool.name, tool.server, arguments, mutating=False, speculative=True
+        ) as span:
+            output = await self.inner.call_tool(tool.name, arguments)
+            size = len(output.content.encode())
+            end_nested(span, result_bytes=size, is_error=output.is_error, refused=False)
+            return output
 
     def audit(self) -> dict[str, Any]:
         audit: dict[str, Any] = {"nested_calls": [call.audit() for call in self.calls]}

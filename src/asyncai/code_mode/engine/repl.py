@@ -60,6 +60,8 @@ from asyncai.code_mode.sandbox.workers import NoWorker, WorkerRoom
 from asyncai.humanize import count, one_line, seconds
 from asyncai.log import log_event
 from asyncai.state.stores import SavedScope, StateDiscarded, StateLoad, StateStore, pack, unpack
+from asyncai.telemetry.spans import NO_CONTENT, Tracing, end_snippet, start_snippet
+from asyncai.telemetry.spans import snippet as snippet_span
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 from asyncai.wording import setting
 
@@ -131,6 +133,8 @@ class ScopeSetup:
     """Told of every snippet's nested calls (a live display)."""
     shapes: ObservedShapes | None = None
     """Where the shapes of results from tools without an output schema are learned."""
+    tracing: Tracing = NO_CONTENT
+    """Where the spans of snippets and their nested calls go (``telemetry.spans``)."""
     speculate: bool = True
     """Launch read-only calls with literal arguments as soon as their line streamed (``speculation``)."""
     speculate_tools: frozenset[str] = frozenset()
@@ -331,12 +335,16 @@ class ReplScope(ToolSource):
                     await self._reset()
                 asking = None if pausing else approver or self.setup.approver
                 dispatcher = self._dispatcher(MutationGate(self.setup.mutations, asking), activity)
-                result = await self._run(code, dispatcher, pausing=pausing)
-                await dispatcher.settle()
-                if isinstance(result, PausedSnippet):
-                    return result
-                text = self._noted(result, arguments)
-                return ToolCallOutput(content=text, is_error=result.is_error, audit=dispatcher.audit())
+                with snippet_span(self.setup.tracing, code) as (dispatcher.span, traced):
+                    result = await self._run(code, dispatcher, pausing=pausing)
+                    await dispatcher.settle()
+                    traced.audit = dispatcher.audit()
+                    if isinstance(result, PausedSnippet):
+                        traced.paused = True
+                        return result
+                    text = self._noted(result, arguments)
+                    traced.output = ToolCallOutput(content=text, is_error=result.is_error, audit=traced.audit)
+                    return traced.output
         finally:
             self.setup.room.poke()
 
@@ -355,12 +363,18 @@ class ReplScope(ToolSource):
                 dispatcher = self._dispatcher(MutationGate(self.setup.mutations), activity)
                 dispatcher.calls = list(paused.calls)
                 dispatcher.suspensions = paused.suspensions
-                result = await self._resume(paused, approvals, dispatcher)
-                await dispatcher.settle()
-                if isinstance(result, PausedSnippet):
-                    return result
-                self._restarted = False
-                return ToolCallOutput(content=result.text, is_error=result.is_error, audit=dispatcher.audit())
+                with snippet_span(self.setup.tracing, None) as (dispatcher.span, traced):
+                    result = await self._resume(paused, approvals, dispatcher)
+                    await dispatcher.settle()
+                    traced.audit = dispatcher.audit()
+                    if isinstance(result, PausedSnippet):
+                        traced.paused = True
+                        return result
+                    self._restarted = False
+                    traced.output = ToolCallOutput(
+                        content=result.text, is_error=result.is_error, audit=traced.audit
+                    )
+                    return traced.output
         finally:
             self.setup.room.poke()
 
@@ -373,6 +387,7 @@ class ReplScope(ToolSource):
             finder=self.setup.finder,
             activity=combined(self.setup.activity, activity),
             shapes=self.setup.shapes,
+            tracing=self.setup.tracing,
         )
 
     def _refusal(self, scan: SnippetScan) -> RunCodeText | None:
@@ -1083,10 +1098,12 @@ class EagerSnippet:
         gate = MutationGate(scope.setup.mutations, approver or scope.setup.approver)
         self._dispatcher = scope._dispatcher(gate, activity)
         self._dispatcher.mutations_held = self._release
-        self._speculations = Speculations(scope.setup.inner) if scope.setup.speculate else None
+        self._speculations = Speculations() if scope.setup.speculate else None
         self._dispatcher.speculations = self._speculations
         self._scanned_lines = 0
-        self._task = asyncio.ensure_future(self._work())
+        self._span = start_snippet(scope.setup.tracing)  # the run so far: the stream is its first part
+        self._dispatcher.span = self._span
+        self._task = asyncio.ensure_future(self._traced())
 
     def update(self, code: str) -> None:
         """The ``code`` argument as streamed so far."""
@@ -1104,6 +1121,23 @@ class EagerSnippet:
         setup = self.scope.setup
         self._dispatcher.speculate(lines[self._scanned_lines : whole], setup.speculates)
         self._scanned_lines = max(self._scanned_lines, whole)
+
+    async def _traced(self) -> ToolCallOutput:
+        output: ToolCallOutput | None = None
+        error: str | None = None
+        try:
+            output = await self._work()
+            return output
+        except BaseException as exc:
+            error = "cancelled" if isinstance(exc, asyncio.CancelledError) else type(exc).__name__
+            raise
+        finally:
+            arguments = self._arguments.result() if self._arguments.done() else None
+            code = arguments.get("code") if arguments is not None else self._prefix
+            tracing = self.scope.setup.tracing
+            end_snippet(
+                self._span, tracing, code=code if isinstance(code, str) else None, output=output, error=error
+            )
 
     async def finish(self, arguments: dict[str, Any]) -> ToolCallOutput:
         """The call is complete: run the rest of the snippet (if it passes) and return its result."""

@@ -13,13 +13,13 @@ import ast
 import asyncio
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from asyncai.code_mode.catalog.entries import CatalogEntry
 from asyncai.log import log_event
-from asyncai.tools.types import ToolCallOutput, ToolSource
+from asyncai.tools.types import ToolCallOutput
 
 MAX_LAUNCHES = 8
 """Launches per snippet: a loop of literal calls must not fan out unbounded work."""
@@ -87,18 +87,21 @@ def _key(tool: str, arguments: Mapping[str, Any]) -> tuple[str, str]:
 class Speculations:
     """One snippet's launches: started, claimed by the snippet's own call, or cancelled at its end."""
 
-    def __init__(self, inner: ToolSource, cap: int = MAX_LAUNCHES) -> None:
-        self.inner = inner
+    def __init__(self, cap: int = MAX_LAUNCHES) -> None:
         self.cap = cap
         self._running: dict[tuple[str, str], asyncio.Task[ToolCallOutput]] = {}
         self.launched = self.claimed = 0
 
-    def launch(self, tool: str, arguments: dict[str, Any]) -> None:
+    def launch(
+        self, tool: str, arguments: dict[str, Any], call: Callable[[], Coroutine[Any, Any, ToolCallOutput]]
+    ) -> None:
+        """Start ``call()`` (the call of ``tool`` with ``arguments``) unless it runs already or the
+        cap is reached."""
         key = _key(tool, arguments)
         if key in self._running or self.launched >= self.cap:
             return
         self.launched += 1
-        self._running[key] = asyncio.ensure_future(self.inner.call_tool(tool, arguments))
+        self._running[key] = asyncio.ensure_future(call())
         log_event("code_mode.speculative_launch", tool=tool)
 
     def claim(self, tool: str, arguments: Mapping[str, Any]) -> asyncio.Task[ToolCallOutput] | None:
