@@ -26,7 +26,7 @@ from asyncai.backend.harness import ModelTurn, SessionHarness
 from asyncai.backend.metrics import TurnSummary
 from asyncai.humanize import one_line, seconds
 from asyncai.log import decoded_or_preview, dumps_compact, log_event
-from asyncai.telemetry.spans import NO_CONTENT, Tracing, agent_run, end_chat, start_chat
+from asyncai.telemetry.spans import DEFAULT_TRACING, Tracing, agent_run, end_chat, start_chat
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 
 _ERROR_PREVIEW_CHARS = 300
@@ -160,7 +160,7 @@ class OpenAiCompatibleBackend:
         *,
         client: httpx2.AsyncClient | None = None,
         activity: Activity = QUIET,
-        tracing: Tracing = NO_CONTENT,
+        tracing: Tracing = DEFAULT_TRACING,
     ) -> None:
         self.config = config
         self.activity = activity

@@ -54,7 +54,7 @@ class Tracing:
         object.__setattr__(self, "tracer", _tracer(self.provider))
 
 
-NO_CONTENT = Tracing()
+DEFAULT_TRACING = Tracing()
 
 
 @contextlib.contextmanager

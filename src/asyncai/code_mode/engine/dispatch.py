@@ -35,7 +35,7 @@ from asyncai.log import (
     log_event,
     logger,
 )
-from asyncai.telemetry.spans import NO_CONTENT, Tracing, end_nested, nested_call
+from asyncai.telemetry.spans import DEFAULT_TRACING, Tracing, end_nested, nested_call
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 
 OS_DENIED = "os access disabled in asyncai code mode"
@@ -109,7 +109,7 @@ class SnippetDispatcher:
     """The run was stopped from outside: tool calls fail in the snippet (``interrupt``)."""
     speculations: Speculations | None = None
     """Read-only calls launched while the snippet streamed, which its own calls may claim."""
-    tracing: Tracing = NO_CONTENT
+    tracing: Tracing = DEFAULT_TRACING
     span: Span | None = None
     """The snippet's span: each nested call's span is its child (``telemetry.spans``)."""
     mutations_held: asyncio.Future[Approval] | None = None

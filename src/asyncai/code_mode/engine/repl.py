@@ -60,7 +60,7 @@ from asyncai.code_mode.sandbox.workers import NoWorker, WorkerRoom
 from asyncai.humanize import count, one_line, seconds
 from asyncai.log import log_event
 from asyncai.state.stores import SavedScope, StateDiscarded, StateLoad, StateStore, pack, unpack
-from asyncai.telemetry.spans import NO_CONTENT, Tracing, end_snippet, start_snippet
+from asyncai.telemetry.spans import DEFAULT_TRACING, Tracing, end_snippet, start_snippet
 from asyncai.telemetry.spans import snippet as snippet_span
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 from asyncai.wording import setting
@@ -133,7 +133,7 @@ class ScopeSetup:
     """Told of every snippet's nested calls (a live display)."""
     shapes: ObservedShapes | None = None
     """Where the shapes of results from tools without an output schema are learned."""
-    tracing: Tracing = NO_CONTENT
+    tracing: Tracing = DEFAULT_TRACING
     """Where the spans of snippets and their nested calls go (``telemetry.spans``)."""
     speculate: bool = True
     """Launch read-only calls with literal arguments as soon as their line streamed (``speculation``)."""

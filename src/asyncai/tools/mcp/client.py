@@ -35,6 +35,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from asyncai.humanize import count, seconds
 from asyncai.log import log_event
+from asyncai.telemetry.spans import DEFAULT_TRACING
 from asyncai.tools.mcp import stdio_patch
 from asyncai.tools.mcp.early_start import EarlyServers
 from asyncai.tools.mcp.environment import server_environment
@@ -622,9 +623,14 @@ class McpServers(RoutedTools):
     async def connect(self) -> None:
         """Start every server concurrently. A server that fails is a warning naming it while another
         one started; ``ServerStartError`` only when servers were configured and none started."""
-        results = await asyncio.gather(
-            *(c.start(self.connect_timeout) for c in self._configured), return_exceptions=True
-        )
+        # One span for the start-up: the SDK's spans of every server's first requests (and of the
+        # connection's own later ones) nest under it instead of each being a trace of its own.
+        with DEFAULT_TRACING.tracer.start_as_current_span(
+            "start MCP servers", attributes={"asyncai.servers": [c.name for c in self._configured]}
+        ):
+            results = await asyncio.gather(
+                *(c.start(self.connect_timeout) for c in self._configured), return_exceptions=True
+            )
         started: list[McpConnection] = []
         for connection, result in zip(self._configured, results, strict=True):
             if isinstance(result, BaseException):
