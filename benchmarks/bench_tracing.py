@@ -37,7 +37,10 @@ SEQUENTIAL = 1_000
 GATHERED = 100
 SNIPPETS = {
     "sequential": (f"n = 0\nfor _ in range({SEQUENTIAL}):\n    await ping()\n    n += 1\nn", SEQUENTIAL),
-    "gathered": (f"import asyncio\nlen(await asyncio.gather(*[ping() for _ in range({GATHERED})]))", GATHERED),
+    "gathered": (
+        f"import asyncio\nlen(await asyncio.gather(*[ping() for _ in range({GATHERED})]))",
+        GATHERED,
+    ),
 }
 TARGET = "< 1.05x"
 
@@ -47,7 +50,9 @@ async def measure(runs: int) -> tuple[list[Row], int]:
     rows: list[Row] = []
     with OtlpReceiver() as receiver:
         provider = TracerProvider()
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{receiver.url}/v1/traces")))
+        provider.add_span_processor(
+            BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{receiver.url}/v1/traces"))
+        )
         trace.set_tracer_provider(provider)  # the mcp SDK's spans too, as --otlp does
         async with (
             McpServers([stdio_spec(SERVER)]) as servers,
@@ -58,7 +63,9 @@ async def measure(runs: int) -> tuple[list[Row], int]:
                 times: dict[str, list[float]] = {"traced": [], "plain": []}
                 for _ in range(runs + 1):  # the first of each is a warm-up
                     for label, code_mode in (("traced", traced), ("plain", plain)):
-                        elapsed = await timed_async(lambda cm=code_mode: cm.call_tool("run_code", {"code": code}))
+                        elapsed = await timed_async(
+                            lambda cm=code_mode: cm.call_tool("run_code", {"code": code})
+                        )
                         times[label].append(elapsed)
                 on, off = Stats.of(times["traced"][1:]), Stats.of(times["plain"][1:])
                 added = (on.median - off.median) / calls

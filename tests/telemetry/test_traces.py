@@ -59,9 +59,13 @@ def test_an_agent_run_is_one_trace_of_the_run_its_model_requests_its_snippet_and
         spans, tool_message, _ = _run(receiver, stream=stream)
     run = one(spans, "invoke_agent asyncai")
     assert run.parent_id == "" and run.service == "agent-under-test"
-    # The servers' start-up requests are traces of their own; everything the run did is in its trace.
-    ours = [span for span in spans if span.scope == "asyncai" or "tools/call" in span.name]
+    # The servers' start-up is a trace of its own; everything the run did is in the run's trace.
+    start = one(spans, "start MCP servers")
+    assert start.trace_id != run.trace_id and start.attributes["asyncai.servers"] == ["mcp_test_server"]
+    assert "MCP send server/discover" in {span.name for span in children(spans, start)}
+    ours = [span for span in spans if span.trace_id != start.trace_id]
     assert {span.trace_id for span in ours} == {run.trace_id}
+    assert {span.name for span in ours} >= {"chat m", "execute_tool run_code", "MCP send tools/call echo"}
     assert run.attributes["gen_ai.operation.name"] == "invoke_agent"
     assert run.attributes["gen_ai.request.model"] == "m"
 
