@@ -21,6 +21,7 @@ from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
 from report import Row, Stats, arguments, save_section, seconds, timed_async
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
