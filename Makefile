@@ -50,6 +50,7 @@ bench: $(BENCH_STAMP)
 	$(VENV)/bin/python benchmarks/bench_shared.py
 	$(VENV)/bin/python benchmarks/bench_pauses.py
 	$(VENV)/bin/python benchmarks/bench_eager.py
+	$(VENV)/bin/python benchmarks/bench_tracing.py
 	$(VENV)/bin/python benchmarks/bench_code_mode.py
 
 clean:

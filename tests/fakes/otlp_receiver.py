@@ -1,5 +1,7 @@
 """An OTLP/HTTP trace receiver on loopback: decodes ``ExportTraceServiceRequest`` protobuf (the
 format every OTLP exporter sends) with ``opentelemetry-proto`` and keeps the spans for assertions.
+As a program (``python -m tests.fakes.otlp_receiver``) it prints its URL, serves until its stdin
+closes, then prints how many spans it got.
 
     with OtlpReceiver() as receiver:
         run(..., env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url})
@@ -9,6 +11,7 @@ format every OTLP exporter sends) with ``opentelemetry-proto`` and keeps the spa
 from __future__ import annotations
 
 import http.server
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -139,3 +142,14 @@ def one(spans: list[ReceivedSpan], name: str) -> ReceivedSpan:
     found = [span for span in spans if span.name == name]
     assert len(found) == 1, f"{len(found)} spans named {name!r}: {[s.name for s in spans]}"
     return found[0]
+
+
+def main() -> None:
+    with OtlpReceiver() as receiver:
+        print(receiver.url, flush=True)
+        sys.stdin.read()
+        print(len(receiver.spans), flush=True)
+
+
+if __name__ == "__main__":
+    main()

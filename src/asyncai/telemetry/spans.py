@@ -213,10 +213,21 @@ def nested_call(
 ) -> Iterator[Span]:
     """A nested call's span, child of the snippet's ``parent`` and current while the call runs, so
     the mcp SDK's client span nests under it and the trace reaches the server in ``_meta``."""
+    if parent is not None and not parent.is_recording():
+        # Traces are off: no span of its own (a nested call must not pay for one), but a trace the
+        # snippet is part of (a serve-mcp client's) still reaches the server.
+        if not parent.get_span_context().is_valid:
+            yield parent
+            return
+        token = otel_context.attach(trace.set_span_in_context(parent))
+        try:
+            yield parent
+        finally:
+            otel_context.detach(token)
+        return
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": tool,
-        "gen_ai.tool.type": "function",
         "asyncai.mutating": mutating,
     }
     if server:
@@ -224,20 +235,19 @@ def nested_call(
     if speculative:
         attributes["asyncai.speculative"] = True
     parent_context = trace.set_span_in_context(parent) if parent is not None else None
-    span = tracing.tracer.start_span(
-        f"execute_tool {tool}", context=parent_context, kind=SpanKind.INTERNAL, attributes=attributes
-    )
-    if tracing.content and span.is_recording():
+    span = tracing.tracer.start_span(f"execute_tool {tool}", context=parent_context, attributes=attributes)
+    if tracing.content:
         span.add_event("asyncai.arguments", {"arguments": json.dumps(arguments, default=repr)})
+    token = otel_context.attach(trace.set_span_in_context(span))
     try:
-        with trace.use_span(span, record_exception=False, set_status_on_exception=False):
-            yield span
+        yield span
     except BaseException as exc:
-        if span.is_recording() and not span_has_error(span):
+        if not span_has_error(span):
             span.set_attribute("error.type", type(exc).__name__)
             span.set_status(StatusCode.ERROR, type(exc).__name__)
         raise
     finally:
+        otel_context.detach(token)
         span.end()
 
 
