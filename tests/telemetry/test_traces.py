@@ -17,6 +17,7 @@ from tests.fakes.otlp_receiver import OtlpReceiver, ReceivedSpan, children, one
 
 SERVER = f"{sys.executable} {Path(__file__).parent.parent / 'fakes' / 'mcp_test_server.py'} --name notes"
 SECRET_TEXT = "alpha-7f3a9c"
+COLLECTOR_TOKEN = "collector-t0ken-5d1e"
 SNIPPET = f"""import asyncio
 a, b = await asyncio.gather(echo(text="{SECRET_TEXT}"), echo(text="beta"))
 try:
@@ -43,10 +44,18 @@ def _run(receiver: OtlpReceiver, *flags: str, stream: bool = True) -> tuple[list
             *flags,
             "-p",
             "go",
-            env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_SERVICE_NAME": "agent-under-test"},
+            env={
+                "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url,
+                "OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer {COLLECTOR_TOKEN}",
+                "OTEL_SERVICE_NAME": "agent-under-test",
+            },
         )
         tool_message = model.requests[1]["messages"][-1]["content"]
     assert (result.status, result.stdout) == (0, "done\n"), result.stderr
+    # The standard headers variable reaches the collector, and the token nothing else.
+    assert {headers.get("authorization") for headers in receiver.headers} == {f"Bearer {COLLECTOR_TOKEN}"}
+    assert receiver.paths and set(receiver.paths) == {"/v1/traces"}
+    assert COLLECTOR_TOKEN not in result.stderr + result.stdout
     # Every span has ended and been flushed by the time the command exits: no waiting needed.
     return receiver.spans, tool_message, result.stderr
 
@@ -127,6 +136,7 @@ def test_no_code_or_arguments_in_any_span_without_trace_content_and_both_with_it
         spans, _, _ = _run(receiver)
     everything = json.dumps([[span.attributes, span.events] for span in spans])
     assert SECRET_TEXT not in everything and "write_note(" not in everything
+    assert COLLECTOR_TOKEN not in everything
     assert all(span.events == [] for span in spans if span.scope == "asyncai")
 
     with OtlpReceiver() as receiver:

@@ -335,7 +335,8 @@ class ReplScope(ToolSource):
                     await self._reset()
                 asking = None if pausing else approver or self.setup.approver
                 dispatcher = self._dispatcher(MutationGate(self.setup.mutations, asking), activity)
-                with snippet_span(self.setup.tracing, code) as (dispatcher.span, traced):
+                with snippet_span(self.setup.tracing, code) as (span, traced):
+                    dispatcher.span = span  # its nested calls' spans are children of the snippet's
                     result = await self._run(code, dispatcher, pausing=pausing)
                     await dispatcher.settle()
                     traced.audit = dispatcher.audit()
@@ -363,7 +364,8 @@ class ReplScope(ToolSource):
                 dispatcher = self._dispatcher(MutationGate(self.setup.mutations), activity)
                 dispatcher.calls = list(paused.calls)
                 dispatcher.suspensions = paused.suspensions
-                with snippet_span(self.setup.tracing, None) as (dispatcher.span, traced):
+                with snippet_span(self.setup.tracing, None) as (span, traced):
+                    dispatcher.span = span
                     result = await self._resume(paused, approvals, dispatcher)
                     await dispatcher.settle()
                     traced.audit = dispatcher.audit()
