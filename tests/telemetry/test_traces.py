@@ -174,7 +174,9 @@ def test_a_dead_collector_is_one_warning_and_the_same_exit_status() -> None:
     assert len(said) == 1, result.stderr
 
 
-def test_asking_for_traces_without_the_otel_extra_is_a_one_line_error(tmp_path: Path) -> None:
+def test_asking_for_traces_without_the_otel_extra_is_a_one_line_error_and_the_environment_a_warning(
+    tmp_path: Path,
+) -> None:
     # A package earlier on the path that fails to import stands in for an SDK not installed.
     missing = tmp_path / "opentelemetry" / "sdk"
     missing.mkdir(parents=True)
@@ -184,4 +186,10 @@ def test_asking_for_traces_without_the_otel_extra_is_a_one_line_error(tmp_path: 
     )
     assert_one_line_usage_error(result, "traces need the OpenTelemetry SDK: pip install 'asyncai[otel]'")
     plain = asyncai("run-code", "-c", "1 + 1", env={"PYTHONPATH": str(tmp_path)})
-    assert (plain.status, plain.stdout) == (0, "2\n"), plain.stderr  # nothing asked: nothing needed
+    assert (plain.status, plain.stdout, plain.stderr) == (0, "2\n", "")  # nothing asked: nothing needed
+    # A machine-wide OTEL_EXPORTER_OTLP_ENDPOINT does not stop a program without the extra: it warns.
+    environment = {"PYTHONPATH": str(tmp_path), "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}
+    warned = asyncai("run-code", "-c", "1 + 1", env=environment)
+    assert (warned.status, warned.stdout) == (0, "2\n"), warned.stderr
+    [line] = warned.log()
+    assert line["event"] == "otel.unavailable" and "pip install 'asyncai[otel]'" in line["note"]

@@ -84,7 +84,8 @@ class Export:
 
 def start_export(otlp: str | None, environ: Mapping[str, str]) -> Export | None:
     """Export spans over OTLP/HTTP when asked for (see the module docstring), as the global tracer
-    provider: asyncai's spans and the mcp SDK's alike. ``TracingUnavailable`` without the SDK."""
+    provider: asyncai's spans and the mcp SDK's alike. Without the SDK: ``TracingUnavailable`` when
+    ``--otlp`` asked, one warning when only the environment did."""
     url = requested(otlp, environ)
     if url is None:
         return None
@@ -95,7 +96,12 @@ def start_export(otlp: str | None, environ: Mapping[str, str]) -> Export | None:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError as exc:
-        raise TracingUnavailable(INSTALL_HINT) from exc
+        if otlp:  # asked for on this command line: an error
+            raise TracingUnavailable(INSTALL_HINT) from exc
+        # Only the environment asks (often set for every program on a machine): run, and say why
+        # no spans leave.
+        log_event("otel.unavailable", logging.WARNING, endpoint=shown_url(url), note=INSTALL_HINT)
+        return None
     attributes: dict[str, Any] = {}
     named = "service.name=" in environ.get("OTEL_RESOURCE_ATTRIBUTES", "")
     if not named or environ.get("OTEL_SERVICE_NAME"):
