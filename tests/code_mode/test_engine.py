@@ -58,7 +58,8 @@ async def test_large_results_are_filtered_inside_the_sandbox(fake: FakeExecutor,
     code = 'data = await blob(size=SIZE)\n[n for n in names(data) if n.endswith("77777")]'.replace(
         "SIZE", str(size)
     )
-    limits = dataclasses.replace(TEST_LIMITS, code_timeout=30.0)  # parsing 10 MB is CPU time in the sandbox
+    # Making and parsing 10 MB is CPU time, in the tool and in the sandbox: a loaded machine needs more.
+    limits = dataclasses.replace(TEST_LIMITS, code_timeout=30.0, tool_timeout=30.0)
     async with CodeMode(fake, limits) as executor:
         output = await run(executor, code)
     assert not output.is_error, output.content
@@ -365,3 +366,25 @@ async def test_binding_underscore_keeps_the_snippets_line_numbers(code_mode: Cod
     assert output.is_error and ", line 3," in output.content and "ZeroDivisionError" in output.content
     assert (await run(code_mode, "x = 2; x * 21")).content == "42"
     assert (await run(code_mode, "_")).content == "42"
+
+
+async def test_the_variables_note_stays_true_when_only_the_names_a_snippet_touches_are_probed(
+    code_mode: CodeMode,
+) -> None:
+    scope = code_mode.scopes.get("narrow")
+    await run(scope, "a = [1, 2]\nb = {'k': 1}\nc = 'text'")
+    assert scope.context_note() == "[run_code variables still in scope: c: str[4], b: dict[1], a: list[2]]"
+    assert (await run(scope, "len(a) + len(b)")).content == "3"  # reads: the note is unchanged
+    assert scope.context_note() == "[run_code variables still in scope: c: str[4], b: dict[1], a: list[2]]"
+    await run(scope, "a.append(3)\nb['j'] = 2")  # changed in place: sizes follow
+    assert scope.context_note() == "[run_code variables still in scope: c: str[4], b: dict[2], a: list[3]]"
+    await run(scope, "c = 5")
+    assert scope.context_note() == "[run_code variables still in scope: c: int, b: dict[2], a: list[3]]"
+    await run(scope, "x = b.pop('k')")  # a method call: every name is looked at again
+    assert (
+        scope.context_note() == "[run_code variables still in scope: x: int, c: int, b: dict[1], a: list[3]]"
+    )
+    await run(scope, "if False:\n    d = 1\nc")  # bound only in a branch not taken: not in scope
+    assert (
+        scope.context_note() == "[run_code variables still in scope: x: int, c: int, b: dict[1], a: list[3]]"
+    )

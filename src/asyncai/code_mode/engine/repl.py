@@ -49,6 +49,7 @@ from asyncai.code_mode.engine.variables import (
     SnippetScan,
     bind_last_value,
     format_note,
+    names_to_probe,
     note_candidates,
     parse_snippet,
     probe_source,
@@ -213,6 +214,8 @@ class ReplScope(ToolSource):
         self._abandoned = False
         """A paused snippet was finished unanswered (``_finish_abandoned``): the next result says so."""
         self._probed: list[Any] | None = None
+        self._probed_names: set[str] | None = None
+        """The names that probe looked at (``variables.names_to_probe``); the others kept their rows."""
         """The variables probe's rows, when they came with the snippet's own feed (``_with_probe``)."""
         self.last_used = 0
         self._variables: list[BoundVariable] = []
@@ -645,7 +648,7 @@ class ReplScope(ToolSource):
             and self._check_can_catch(code, scan)
         )
         self._checked_snippets += checked
-        self._probed = None
+        self._probed, self._probed_names = None, None
         folded = None if pausing or checked else self._with_probe(code, scan)
         if folded is not None:  # the variables probe rides on the snippet's own feed: one round trip
             value, self._probed = await worker.feed_run(
@@ -948,15 +951,15 @@ class ReplScope(ToolSource):
         return tree is None or check_can_catch(tree, self.setup.catalog, scan.nodes if scan.tree else None)
 
     def _with_probe(self, code: str, scan: SnippetScan) -> str | None:
-        """``code`` (as fed: its value bound to ``_``) followed by the variables probe, its value
-        ``(the snippet's value, the probe's rows)``; ``None`` when nothing would be probed."""
-        order = dict(self._bound)
-        for name in note_candidates(list(scan.bound)):
-            order.pop(name, None)
-            order[name] = None
-        if not order:
+        """``code`` (as fed: its value bound to ``_``) followed by the variables probe of the names it
+        may have changed (``names_to_probe``), its value ``(the snippet's value, the probe's rows)``;
+        ``None`` when there is nothing to probe."""
+        names = names_to_probe(code, list(self._bound), list(scan.bound))
+        self._probed_names = set(names)
+        if not names:  # nothing it did can show in the note: no probe, and every row stays
+            self._probed = []
             return None
-        probe = probe_source(list(reversed(order))).rsplit("\n", 1)[0]  # its statements, not its value
+        probe = probe_source(list(reversed(names))).rsplit("\n", 1)[0]  # its statements, not its value
         value = LAST_VALUE if scan.value_at is not None else "None"
         return f"{code}\n{probe}\n({value}, _asyncai_probe)"
 
@@ -966,13 +969,21 @@ class ReplScope(ToolSource):
             self._note = None
             return
         rows, self._probed = self._probed, None
+        probed, self._probed_names = self._probed_names, None
         if rows is None:
+            probed = None
             try:
                 rows = await worker.feed_run(probe_source(names), skip_type_check=True)
             except Exception as exc:  # a failed probe only means the note is missing
                 log_event("code_mode.probe_failed", logging.INFO, error=str(exc))
                 return
-        variables = [BoundVariable(str(n), str(t), int(s)) for n, t, s in rows or []]
+        seen = {str(n): BoundVariable(str(n), str(t), int(s)) for n, t, s in rows or []}
+        if probed is None:  # every name was probed: those it did not find are gone
+            variables = list(seen.values())
+        else:  # the others hold what the last probe saw
+            before = {variable.name: variable for variable in self._variables}
+            kept = (seen.get(name) or before.get(name, BoundVariable(name, "?")) for name in names)
+            variables = [v for v in kept if v.name in seen or v.name not in probed]
         self._bound = {v.name: None for v in reversed(variables)}
         self._variables = variables
         self._note = format_note(variables)
