@@ -25,13 +25,13 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, StatusCode, Tracer, TracerProvider
 
+from asyncai.code_mode.catalog.stubs import RUN_CODE
 from asyncai.tools.types import ToolCallOutput
 from asyncai.version import __version__
 
 AGENT_NAME = "asyncai"
 PROVIDER_NAME = "openai"
 """``gen_ai.provider.name``: the wire protocol; the server behind it may be any OpenAI-compatible one."""
-RUN_CODE = "run_code"
 _EXCEPTION_NAME = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt))\b")
 
 
@@ -114,12 +114,11 @@ def end_chat(
     span.end()
 
 
-def start_snippet(tracing: Tracing, parent: otel_context.Context | None = None) -> Span:
-    """A ``run_code`` span, child of ``parent`` (by default the current context: the agent run, or
-    in ``serve-mcp`` the SDK's span of the client's ``tools/call``, which continues its trace)."""
+def start_snippet(tracing: Tracing) -> Span:
+    """A ``run_code`` span, child of the current context: the agent run, or in ``serve-mcp`` the
+    SDK's span of the client's ``tools/call``, which continues its trace."""
     return tracing.tracer.start_span(
         f"execute_tool {RUN_CODE}",
-        context=parent,
         kind=SpanKind.INTERNAL,
         attributes={
             "gen_ai.operation.name": "execute_tool",
@@ -188,10 +187,14 @@ def snippet(tracing: Tracing, code: str | None) -> Iterator[tuple[Span, SnippetR
     try:
         yield span, record
     except BaseException as exc:
-        error = "cancelled" if isinstance(exc, asyncio.CancelledError) else type(exc).__name__
-        end_snippet(span, tracing, code=code, output=None, audit=record.audit, error=error)
+        end_snippet(span, tracing, code=code, output=None, audit=record.audit, error=ended_by(exc))
         raise
     end_snippet(span, tracing, code=code, output=record.output, audit=record.audit, paused=record.paused)
+
+
+def ended_by(exc: BaseException) -> str:
+    """A snippet's ``error.type`` when it ended without a result: ``cancelled``, or the exception."""
+    return "cancelled" if isinstance(exc, asyncio.CancelledError) else type(exc).__name__
 
 
 def error_type(text: str) -> str:

@@ -61,7 +61,7 @@ from asyncai.code_mode.sandbox.workers import NoWorker, WorkerRoom
 from asyncai.humanize import count, one_line, seconds
 from asyncai.log import log_event
 from asyncai.state.stores import SavedScope, StateDiscarded, StateLoad, StateStore, pack, unpack
-from asyncai.telemetry.spans import DEFAULT_TRACING, Tracing, end_snippet, start_snippet
+from asyncai.telemetry.spans import DEFAULT_TRACING, Tracing, end_snippet, ended_by, start_snippet
 from asyncai.telemetry.spans import snippet as snippet_span
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 from asyncai.wording import setting
@@ -214,9 +214,9 @@ class ReplScope(ToolSource):
         self._abandoned = False
         """A paused snippet was finished unanswered (``_finish_abandoned``): the next result says so."""
         self._probed: list[Any] | None = None
+        """The variables probe's rows, when they came with the snippet's own feed (``_with_probe``)."""
         self._probed_names: set[str] | None = None
         """The names that probe looked at (``variables.names_to_probe``); the others kept their rows."""
-        """The variables probe's rows, when they came with the snippet's own feed (``_with_probe``)."""
         self.last_used = 0
         self._variables: list[BoundVariable] = []
         self._changed = False
@@ -948,7 +948,7 @@ class ReplScope(ToolSource):
         tree = scan.tree
         if tree is None and len(code) <= SCAN_ON_LOOP_CHARS:
             tree = parse_snippet(code)
-        return tree is None or check_can_catch(tree, self.setup.catalog, scan.nodes if scan.tree else None)
+        return tree is None or check_can_catch(tree, self.setup.catalog, scan.nodes)
 
     def _with_probe(self, code: str, scan: SnippetScan) -> str | None:
         """``code`` (as fed: its value bound to ``_``) followed by the variables probe of the names it
@@ -1142,7 +1142,7 @@ class EagerSnippet:
             output = await self._work()
             return output
         except BaseException as exc:
-            error = "cancelled" if isinstance(exc, asyncio.CancelledError) else type(exc).__name__
+            error = ended_by(exc)
             raise
         finally:
             arguments = self._arguments.result() if self._arguments.done() else None
