@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,6 +20,7 @@ from asyncai.backend.openai import OpenAiCompatibleBackend
 from asyncai.code_mode import CodeMode
 from asyncai.code_mode.engine.eager import Statement, complete_statements, runs_early
 from asyncai.code_mode.engine.repl import ReplScope
+from asyncai.tools.functions import FunctionTools, tool
 from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor
 from tests.fakes.openai_server import ScriptedOpenAI, held_reply, text_reply
 
@@ -262,3 +264,41 @@ async def test_an_unclaimed_launch_is_cancelled_and_not_billed(scope: ReplScope,
     assert json.loads(result.messages[-2].content) == 4
     [hang] = [span for span in fake.spans if span.tool == "hang"]
     assert hang.ended > 0  # cancelled when the snippet ended
+
+
+async def test_a_launch_is_not_claimed_after_a_mutating_call() -> None:
+    # ``count`` streams (and is launched) before ``bump`` may run: its early answer is stale
+    ledger = {"count": 0}
+    launched = threading.Event()
+
+    @tool(read_only=True)
+    def count() -> int:
+        """How many bumps so far."""
+        launched.set()
+        return ledger["count"]
+
+    @tool(destructive=True)
+    def bump() -> int:
+        """One more."""
+        ledger["count"] += 1
+        return ledger["count"]
+
+    code = "await bump()\nn = await count()\nn"
+    reply = held_reply(code, "n = await count()")
+    async with CodeMode(FunctionTools([count, bump]), TEST_LIMITS) as code_mode:
+        executor = code_mode.new_scope()
+        with ScriptedOpenAI([reply, text_reply("done")]) as server:
+            config = BackendConfig(base_url=server.base_url, model="m", stream=True)
+            async with OpenAiCompatibleBackend(config) as backend, anyio.create_task_group() as group:
+                outcome: dict[str, Any] = {}
+
+                async def agent() -> None:
+                    outcome["run"] = await backend.run(history=[], user_text="go", executor=executor)
+
+                group.start_soon(agent)
+                await anyio.to_thread.run_sync(reply["holding"].wait, 30)
+                assert await anyio.to_thread.run_sync(launched.wait, 20)  # launched while held
+                reply["release"].set()
+        await executor.aclose()
+    assert json.loads(outcome["run"].messages[-2].content) == 1  # read after the bump, not before
+    assert ledger["count"] == 1

@@ -260,6 +260,8 @@ class SnippetDispatcher:
                 arguments=json_preview(arguments, limit),
                 **mutating,
             )
+        if record.mutating and self.speculations is not None:
+            self.speculations.invalidate()
         content = ""
         payload: Payload | None = None
         try:

@@ -3,7 +3,8 @@
 A call of a read-only tool whose arguments are all literal keywords is launched as soon as its line
 has arrived, wherever the line is (inside a branch, after a slow statement). When the snippet makes
 the same call (the same tool, the same MCP arguments) it takes the launch's result instead of
-calling again; a launch nobody claims is cancelled when the snippet ends. Launches are capped per
+calling again; a launch nobody claims is cancelled when the snippet ends. Once the snippet makes
+a mutating call, no launch is claimed: each may have read the world as it was before that call. Launches are capped per
 snippet and counted apart from the snippet's call budget: a claimed one becomes the snippet's call.
 """
 
@@ -90,6 +91,8 @@ class Speculations:
     def __init__(self, cap: int = MAX_LAUNCHES) -> None:
         self.cap = cap
         self._running: dict[tuple[str, str], asyncio.Task[ToolCallOutput]] = {}
+        self._dropped: list[asyncio.Task[ToolCallOutput]] = []
+        self._closed = False
         self.launched = self.claimed = 0
 
     def launch(
@@ -98,7 +101,7 @@ class Speculations:
         """Start ``call()`` (the call of ``tool`` with ``arguments``) unless it runs already or the
         cap is reached."""
         key = _key(tool, arguments)
-        if key in self._running or self.launched >= self.cap:
+        if self._closed or key in self._running or self.launched >= self.cap:
             return
         self.launched += 1
         self._running[key] = asyncio.ensure_future(call())
@@ -112,10 +115,20 @@ class Speculations:
             log_event("code_mode.speculative_claimed", tool=tool)
         return task
 
+    def invalidate(self) -> None:
+        """A mutating call is about to start: a launch may have read the world before it, so none
+        is claimed after it (the snippet's own calls go to the server) and none starts later."""
+        self._closed = True
+        for task in self._running.values():
+            task.cancel()
+        self._dropped += self._running.values()
+        self._running.clear()
+
     async def cancel_rest(self) -> None:
         """The snippet ended: what it never claimed is stopped, and its result dropped."""
-        tasks = list(self._running.values())
+        tasks = [*self._running.values(), *self._dropped]
         self._running.clear()
+        self._dropped.clear()
         for task in tasks:
             task.cancel()
         if tasks:
