@@ -30,8 +30,8 @@ async def test_tools_is_exactly_run_code(code_mode: CodeMode) -> None:
 async def test_gather_runs_two_tools_concurrently_and_returns_one_small_value(
     code_mode: CodeMode, fake: FakeExecutor
 ) -> None:
-    code = (
-        'a, b = await asyncio.gather(wait(seconds=0.5, tag="a"), wait(seconds=0.5, tag="b"))\n'
+    code = (  # not literal arguments: the gather itself, not speculation, starts both calls
+        's = 0.5\na, b = await asyncio.gather(wait(seconds=s, tag="a"), wait(seconds=s, tag="b"))\n'
         'a["waited"] + b["waited"]'
     )
     output = await run(code_mode, code)
@@ -388,3 +388,56 @@ async def test_the_variables_note_stays_true_when_only_the_names_a_snippet_touch
     assert (
         scope.context_note() == "[run_code variables still in scope: x: int, c: int, b: dict[1], a: list[3]]"
     )
+    await run(scope, "match [1, 2, 3]:\n    case [a, *c]:\n        pass")  # a match binds too
+    assert (
+        scope.context_note() == "[run_code variables still in scope: c: list[2], a: int, x: int, b: dict[1]]"
+    )
+
+
+async def test_a_whole_snippets_literal_read_only_calls_start_before_the_snippet_reaches_them(
+    code_mode: CodeMode, fake: FakeExecutor
+) -> None:
+    code = (
+        "tag = 'a'\nfirst = await wait(seconds=0.05, tag=tag)\nsecond = await pods(namespace='x')\n"
+        "[first['tag'], len(second['items'])]"
+    )
+    out = await run(code_mode, code)
+    assert json.loads(out.content) == ["a", 10]
+    # pods(namespace='x') is literal: launched once the scan passed, before the worker ran the snippet
+    assert [span.tool for span in fake.spans] == ["pods", "wait"]
+    assert out.audit is not None
+    assert out.audit["speculative_calls"] == {"launched": 1, "claimed": 1, "cancelled": 0}
+    assert len(out.audit["nested_calls"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # a branch not taken: launched, then cancelled as the snippet ends, and not one of its calls
+        ("if 1 > 2:\n    await hang()\n1", {"launched": 1, "claimed": 0, "cancelled": 1}),
+        ("await delete_item(name='x')\n1", None),  # a tool that may change the world: never early
+        ("n = 'x'\np = await pods(namespace=n)\nlen(p['items'])", None),  # not literal: not early
+    ],
+)
+async def test_what_a_whole_snippet_launches_early(
+    code_mode: CodeMode, fake: FakeExecutor, code: str, expected: dict[str, int] | None
+) -> None:
+    out = await run(code_mode, code)
+    assert not out.is_error and out.audit is not None
+    assert out.audit.get("speculative_calls") == expected
+    assert all(span.ended > 0 for span in fake.spans)  # nothing is left running
+    if expected is not None:
+        assert out.audit["nested_calls"] == []
+
+
+async def test_a_refused_snippet_launches_nothing(code_mode: CodeMode, fake: FakeExecutor) -> None:
+    out = await run(code_mode, "pods(namespace='x')\n1")  # not awaited: refused before it runs
+    assert out.is_error and "Nothing was run" in out.content
+    assert fake.spans == []
+
+
+async def test_no_speculate_launches_nothing_early(fake: FakeExecutor) -> None:
+    async with CodeMode(fake, TEST_LIMITS, speculate=False) as code_mode:
+        out = await run(code_mode, "tag = 'a'\nw = await wait(seconds=0, tag=tag)\nawait pods(namespace='x')")
+    assert not out.is_error and out.audit is not None and "speculative_calls" not in out.audit
+    assert [span.tool for span in fake.spans] == ["wait", "pods"]

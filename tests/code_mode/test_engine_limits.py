@@ -37,7 +37,8 @@ async def test_cancelled_run_code_stops_its_tool_calls_and_the_scope_recovers(
     scope = code_mode.scopes.get("c")
     started = asyncio.Event()
     fake.on_call = started.set
-    task = asyncio.create_task(run(scope, "x = 1\nawait hang()"))
+    # hang(*()) is no literal call, so the call that starts is the snippet's own, not a launch
+    task = asyncio.create_task(run(scope, "x = 1\nawait hang(*())"))
     await started.wait()
     with captured_log(verbose=True) as stream:
         task.cancel()

@@ -39,11 +39,11 @@ async def test_a_worker_killed_mid_snippet_reports_the_call_it_cut_off(
     scope = code_mode.scopes.get("t")
     pid = await worker_pid(scope)
 
-    def kill_on_third_call() -> None:
-        if len(fake.spans) == 3:
+    def kill_on_the_call_after_the_delete() -> None:  # the snippet's own: launches before it are void
+        if fake.spans[-1].tool == "wait" and any(span.tool == "delete-item" for span in fake.spans):
             os.kill(pid, signal.SIGKILL)
 
-    fake.on_call = kill_on_third_call
+    fake.on_call = kill_on_the_call_after_the_delete
     output = await run(scope, TWO_FINISHED_ONE_IN_FLIGHT.format(third="wait(seconds=0.5)"))
     assert output.is_error and "REPL state was reset" in output.content
     assert "- finished: delete_item(name='web') (mutating: its change was applied)" in output.content

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from asyncai.code_mode.engine.variables import names_to_probe
+from asyncai.code_mode.engine.variables import names_to_probe, scan_snippet
 
 HELD = ["pods", "data", "total", "helper"]
 
@@ -12,12 +12,13 @@ HELD = ["pods", "data", "total", "helper"]
 @pytest.mark.parametrize(
     ("code", "bound", "expected"),
     [
-        ("sum(1 for item in data['items'] if item['warning'])", [], ["data"]),
-        ("len(pods) + 1", [], ["pods"]),
+        # Reading a name changes neither its type nor its size: only what the snippet binds.
+        ("sum(1 for item in data['items'] if item['warning'])", [], []),
+        ("len(pods) + 1", [], []),
         ("1 + 1", [], []),
-        ("x = len(pods)", ["x"], ["pods", "x"]),
+        ("x = len(pods)", ["x"], ["x"]),
         ("data = 3", ["data"], ["data"]),  # rebound: probed once, as the newest
-        ("total >= 3 and total <= 9 and total != 4", [], ["total"]),  # comparisons change nothing
+        ("total >= 3 and total <= 9 and total != 4", [], []),  # comparisons change nothing
         # Anything that may change a value in place, or a function of the REPL's: every name.
         ("pods.append(1)", [], HELD),
         ("data['items'] = []", [], HELD),
@@ -33,3 +34,27 @@ def test_the_probe_looks_again_at_what_a_snippet_may_have_changed(
     code: str, bound: list[str], expected: list[str]
 ) -> None:
     assert names_to_probe(code, HELD, bound) == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "bound"),
+    [
+        ("a, (b, c) = 1, (2, 3)\nfor d in []:\n    pass", ["a", "b", "c", "d"]),
+        (
+            "import json as j\nfrom re import sub\ndef f():\n    inner = 1\nclass K:\n    pass",
+            ["j", "sub", "f", "K"],
+        ),
+        ("[y for y in range(3)]\nif (n := 2):\n    pass", ["n"]),  # a comprehension's target is its own
+        ("try:\n    pass\nexcept Exception as e:\n    pass\nwith open('x') as fh:\n    pass", ["e", "fh"]),
+        (
+            "match v:\n    case [first, *rest]:\n        pass\n    case {'k': val, **others}:\n        pass",
+            ["first", "rest", "val", "others"],
+        ),
+        (
+            "match v:\n    case Point(x=px) | Point(y=px):\n        pass\n    case other:\n        pass",
+            ["px", "other"],
+        ),
+    ],
+)
+def test_the_scan_finds_every_name_a_snippet_binds_at_module_level(code: str, bound: list[str]) -> None:
+    assert list(scan_snippet(code).bound) == bound

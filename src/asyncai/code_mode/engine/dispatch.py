@@ -10,7 +10,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -24,7 +24,7 @@ from asyncai.code_mode.catalog.resources import RESOURCE_FUNCTIONS, call_resourc
 from asyncai.code_mode.engine.clock import WallClock
 from asyncai.code_mode.engine.crossing import Payload, tool_payload
 from asyncai.code_mode.engine.pausing import HeldCall
-from asyncai.code_mode.engine.speculation import Speculations, literal_calls
+from asyncai.code_mode.engine.speculation import LiteralCall, Speculations
 from asyncai.code_mode.limits import CodeModeLimits
 from asyncai.humanize import count, seconds
 from asyncai.log import (
@@ -362,20 +362,18 @@ class SnippetDispatcher:
             task.cancel()
         await asyncio.wait(tasks, timeout=timeout)
 
-    def speculate(self, lines: Iterable[str], allowed: Callable[[CatalogEntry], bool]) -> None:
-        """Launch the literal calls of ``lines`` (``speculation.literal_calls``) that ``allowed``
-        picks and that make valid arguments."""
+    def speculate(self, calls: Iterable[LiteralCall]) -> None:
+        """Launch ``calls`` (``speculation.literal_calls``) that make valid arguments."""
         if self.speculations is None:
             return
-        for line in lines:
-            for found in literal_calls(line, self.catalog, allowed):
-                entry = self.catalog[found.function]
-                try:
-                    arguments = validate_arguments(found.function, entry, (), found.keywords)
-                except TypeError:
-                    continue  # the snippet's own call will say what is wrong
-                call = functools.partial(self._speculative_call, entry.tool, arguments)
-                self.speculations.launch(entry.tool.name, arguments, call)
+        for found in calls:
+            entry = self.catalog[found.function]
+            try:
+                arguments = validate_arguments(found.function, entry, (), found.keywords)
+            except TypeError:
+                continue  # the snippet's own call will say what is wrong
+            call = functools.partial(self._speculative_call, entry.tool, arguments)
+            self.speculations.launch(entry.tool.name, arguments, call)
 
     async def _speculative_call(self, tool: ToolDefinition, arguments: dict[str, Any]) -> ToolCallOutput:
         with nested_call(

@@ -40,7 +40,7 @@ from asyncai.code_mode.engine.pausing import (
     settled,
 )
 from asyncai.code_mode.engine.preamble import DISABLED_BUILTINS, HOST_CALL, INTERNAL_PREFIX, scope_preamble
-from asyncai.code_mode.engine.speculation import Speculations
+from asyncai.code_mode.engine.speculation import Speculations, literal_calls, literal_calls_in
 from asyncai.code_mode.engine.type_check import check_can_catch, rejection, type_check_stubs
 from asyncai.code_mode.engine.variables import (
     LAST_VALUE,
@@ -340,7 +340,11 @@ class ReplScope(ToolSource):
                 dispatcher = self._dispatcher(MutationGate(self.setup.mutations, asking), activity)
                 with snippet_span(self.setup.tracing, code) as (span, traced):
                     dispatcher.span = span  # its nested calls' spans are children of the snippet's
-                    result = await self._run(code, dispatcher, pausing=pausing)
+                    try:
+                        result = await self._run(code, dispatcher, pausing=pausing)
+                    finally:
+                        if dispatcher.speculations is not None:
+                            await dispatcher.speculations.cancel_rest()
                     await dispatcher.settle()
                     traced.audit = dispatcher.audit()
                     if isinstance(result, PausedSnippet):
@@ -439,6 +443,9 @@ class ReplScope(ToolSource):
         refusal = self._refusal(scan)
         if refusal is not None:
             return refusal
+        may_check = self._may_check(code, scan)
+        if not may_check:  # a snippet the check may stop calls nothing before it: "no tool was called"
+            self._speculate(scan, dispatcher)
         try:
             worker = await self._ensure_worker()
         except _StateLost as exc:
@@ -449,12 +456,20 @@ class ReplScope(ToolSource):
         remaining = self.limits.wall_timeout - (asyncio.get_running_loop().time() - started)
         return await self._supervise(
             worker,
-            lambda: self._feed(worker, fed, dispatcher, capture, scan, pausing=pausing),
+            lambda: self._feed(worker, fed, dispatcher, capture, scan, may_check, pausing=pausing),
             dispatcher,
             capture,
             remaining,
             snippet,
         )
+
+    def _speculate(self, scan: SnippetScan, dispatcher: SnippetDispatcher) -> None:
+        """A snippet that arrived whole: its literal read-only calls start now, while the worker is
+        readied and fed, as a streamed snippet's start once their line has arrived (``EagerSnippet``
+        launched those already)."""
+        if self.setup.speculate and dispatcher.speculations is None and scan.nodes is not None:
+            dispatcher.speculations = Speculations()
+            dispatcher.speculate(literal_calls_in(scan.nodes, self.setup.catalog, self.setup.speculates))
 
     async def _resume(
         self, paused: PausedSnippet, approvals: Mapping[int, Approval], dispatcher: SnippetDispatcher
@@ -634,19 +649,12 @@ class ReplScope(ToolSource):
         dispatcher: SnippetDispatcher,
         capture: PrintCapture,
         scan: SnippetScan,
+        may_check: bool,
         *,
         pausing: bool = False,
     ) -> Any:
-        # Only a snippet that names a catalog function can make a mistake the check is sure of.
         # Stubs are fixed at checkout: after a catalog change the scope's snippets run unchecked.
-        # The checker re-reads the REPL's checked history on every feed (45 ms after 300
-        # snippets, measured), so a long-lived REPL stops checking after TYPE_CHECKED_SNIPPETS.
-        checked = (
-            scan.uses_functions
-            and self._checked_version == self.setup.catalog_version
-            and self._checked_snippets < TYPE_CHECKED_SNIPPETS
-            and self._check_can_catch(code, scan)
-        )
+        checked = may_check and self._checked_version == self.setup.catalog_version
         self._checked_snippets += checked
         self._probed, self._probed_names = None, None
         folded = None if pausing or checked else self._with_probe(code, scan)
@@ -942,6 +950,17 @@ class ReplScope(ToolSource):
             self._bound.pop(name, None)
             self._bound[name] = None
 
+    def _may_check(self, code: str, scan: SnippetScan) -> bool:
+        """Whether ``code`` is type-checked, unless the catalog changed since checkout (``_feed``)."""
+        # Only a snippet that names a catalog function can make a mistake the check is sure of.
+        # The checker re-reads the REPL's checked history on every feed (45 ms after 300
+        # snippets, measured), so a long-lived REPL stops checking after TYPE_CHECKED_SNIPPETS.
+        return (
+            scan.uses_functions
+            and self._checked_snippets < TYPE_CHECKED_SNIPPETS
+            and self._check_can_catch(code, scan)
+        )
+
     def _check_can_catch(self, code: str, scan: SnippetScan) -> bool:
         """Whether the type check might stop ``code`` (``type_check.check_can_catch``); a long
         snippet is not parsed again on the event loop, and is checked."""
@@ -1131,8 +1150,9 @@ class EagerSnippet:
             return
         lines = self._prefix.splitlines(keepends=True)
         whole = len(lines) if lines and lines[-1].endswith("\n") else len(lines) - 1
-        setup = self.scope.setup
-        self._dispatcher.speculate(lines[self._scanned_lines : whole], setup.speculates)
+        catalog, allowed = self.scope.setup.catalog, self.scope.setup.speculates
+        for line in lines[self._scanned_lines : whole]:
+            self._dispatcher.speculate(literal_calls(line, catalog, allowed))
         self._scanned_lines = max(self._scanned_lines, whole)
 
     async def _traced(self) -> ToolCallOutput:
@@ -1289,7 +1309,9 @@ class EagerSnippet:
             return RunCodeText(f"error: could not start the sandbox: {exc}", is_error=True)
         outcome = await scope._supervise(
             worker,
-            lambda: scope._feed(worker, numbered, self._dispatcher, capture, scan),
+            lambda: scope._feed(
+                worker, numbered, self._dispatcher, capture, scan, scope._may_check(numbered, scan)
+            ),
             self._dispatcher,
             capture,
             scope.limits.wall_timeout - spent,

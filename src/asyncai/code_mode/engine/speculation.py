@@ -1,11 +1,12 @@
-"""Read-only calls started before the snippet reaches them (speculation), while it still streams.
+"""Read-only calls started before the snippet reaches them (speculation).
 
 A call of a read-only tool whose arguments are all literal keywords is launched as soon as its line
-has arrived, wherever the line is (inside a branch, after a slow statement). When the snippet makes
-the same call (the same tool, the same MCP arguments) it takes the launch's result instead of
-calling again; a launch nobody claims is cancelled when the snippet ends. Once the snippet makes
-a mutating call, no launch is claimed: each may have read the world as it was before that call. Launches are capped per
-snippet and counted apart from the snippet's call budget: a claimed one becomes the snippet's call.
+has arrived (a streamed snippet) or the snippet has passed its scan (one that arrived whole),
+wherever the line is (inside a branch, after a slow statement). When the snippet makes the same
+call (the same tool, the same MCP arguments) it takes the launch's result instead of calling again;
+a launch nobody claims is cancelled when the snippet ends. Once the snippet makes a mutating call,
+no launch is claimed: each may have read the world as it was before that call. Launches are capped
+per snippet and counted apart from the snippet's call budget: a claimed one becomes its call.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import ast
 import asyncio
 import json
 import re
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,8 +38,9 @@ class LiteralCall:
 def literal_calls(
     line: str, catalog: Mapping[str, CatalogEntry], allowed: Callable[[CatalogEntry], bool]
 ) -> list[LiteralCall]:
-    """The calls in ``line`` of catalog functions ``allowed`` picks whose arguments are all
-    keywords with literal values (``pods(namespace="default")``, not ``pods(namespace=ns)``)."""
+    """The calls in ``line`` (of a snippet still streaming, so not parsed whole) of catalog
+    functions ``allowed`` picks whose arguments are all keywords with literal values
+    (``pods(namespace="default")``, not ``pods(namespace=ns)``)."""
     found = []
     for match in _CALL_START.finditer(line):
         entry = catalog.get(match.group(1))
@@ -49,13 +51,35 @@ def literal_calls(
             continue
         try:
             node = ast.parse(line[match.start() : end + 1], mode="eval").body
-            if not isinstance(node, ast.Call) or node.args or any(k.arg is None for k in node.keywords):
-                continue
-            keywords = {str(k.arg): ast.literal_eval(k.value) for k in node.keywords}
-        except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
             continue
-        found.append(LiteralCall(match.group(1), keywords))
+        call = _literal_call(node, catalog, allowed)
+        if call is not None:
+            found.append(call)
     return found
+
+
+def literal_calls_in(
+    nodes: Iterable[ast.AST], catalog: Mapping[str, CatalogEntry], allowed: Callable[[CatalogEntry], bool]
+) -> list[LiteralCall]:
+    """``literal_calls`` of a parsed snippet (its ``nodes``), in the order they are written."""
+    calls = sorted((n for n in nodes if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    return [call for node in calls if (call := _literal_call(node, catalog, allowed)) is not None]
+
+
+def _literal_call(
+    node: ast.AST, catalog: Mapping[str, CatalogEntry], allowed: Callable[[CatalogEntry], bool]
+) -> LiteralCall | None:
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.args:
+        return None
+    entry = catalog.get(node.func.id)
+    if entry is None or not allowed(entry) or any(k.arg is None for k in node.keywords):
+        return None
+    try:
+        keywords = {str(k.arg): ast.literal_eval(k.value) for k in node.keywords}
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return LiteralCall(node.func.id, keywords)
 
 
 def _closing(text: str, opening: int) -> int | None:

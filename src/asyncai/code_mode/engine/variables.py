@@ -82,6 +82,18 @@ class _ModuleBindings(ast.NodeVisitor):
             self._add(node.name)
         self.generic_visit(node)
 
+    def visit_MatchAs(self, node: ast.MatchAs | ast.MatchStar) -> None:  # case [first, *rest]
+        if node.name:
+            self._add(node.name)
+        self.generic_visit(node)
+
+    visit_MatchStar = visit_MatchAs
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:  # case {"k": v, **rest}
+        self.generic_visit(node)
+        if node.rest:
+            self._add(node.rest)
+
 
 def _is_bare_tool_call(node: ast.AST, functions: Collection[str]) -> str | None:
     """``f(...)`` or ``asyncio.gather(...)`` used as a statement: a coroutine made and dropped."""
@@ -213,14 +225,16 @@ _MAY_MUTATE = re.compile(
 
 def names_to_probe(code: str, held: list[str], bound: list[str]) -> list[str]:
     """Which of the REPL's ``held`` names (oldest first) the variables probe must look at again
-    after ``code``, which binds ``bound``: those it binds and those it names, or every one when it
-    may change a value in place (a method call, an item or attribute stored, ``del``, ``global``)
-    or calls a function the REPL defined. Any other name still holds what the last probe saw; the
-    probe's cost grows with the names it looks at (3 ms for 30, measured)."""
-    named = [name for name in held if name in code]  # a substring is enough: a name too many is safe
-    if _MAY_MUTATE.search(code) or any(re.search(rf"\b{re.escape(name)}\s*\(", code) for name in named):
-        named = list(held)
-    order = dict.fromkeys(named)
+    after ``code``, which binds ``bound``: those it binds, or every one when it may change a value
+    in place (a method call, an item or attribute stored, ``del``, ``global``) or calls a function
+    the REPL defined. A name it only reads still holds what the last probe saw (its type changes
+    only when it is bound, its size only in place); the probe's cost grows with the names it looks
+    at (3 ms for 30, measured)."""
+    called = (name for name in held if name in code)  # a substring first: the regex only for those
+    if _MAY_MUTATE.search(code) or any(re.search(rf"\b{re.escape(name)}\s*\(", code) for name in called):
+        order = dict.fromkeys(held)
+    else:
+        order = {}
     for name in note_candidates(bound):
         order.pop(name, None)
         order[name] = None
