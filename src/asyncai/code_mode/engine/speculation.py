@@ -133,6 +133,8 @@ class Speculations:
 
     def claim(self, tool: str, arguments: Mapping[str, Any]) -> asyncio.Task[ToolCallOutput] | None:
         """The launch of this very call, now the snippet's own; ``None`` when there is none."""
+        if not self._running:  # most calls, once the launches are claimed: no key to make
+            return None
         task = self._running.pop(_key(tool, arguments), None)
         if task is not None:
             self.claimed += 1
