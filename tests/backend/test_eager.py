@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -42,11 +42,11 @@ async def scope(fake: FakeExecutor) -> AsyncIterator[ReplScope]:
             await scope.aclose()
 
 
-async def run_held(
-    scope: ReplScope, fake: FakeExecutor, reply: dict[str, Any], *, eager: bool = True, calls: int = 1
-) -> tuple[Any, list[str], ScriptedOpenAI]:
-    """Run the agent on ``reply``; return its result, the tools that had been called when the
-    stream was held, and the model server."""
+async def agent_held(
+    scope: ReplScope, reply: dict[str, Any], while_held: Callable[[], Awaitable[None]], *, eager: bool = True
+) -> tuple[Any, ScriptedOpenAI]:
+    """Run the agent on ``reply``, await ``while_held()`` while its stream is held, then let it go
+    on; return the agent's result and the model server."""
     with ScriptedOpenAI([reply, text_reply("done")]) as server:
         config = BackendConfig(base_url=server.base_url, model="m", stream=True, eager=eager)
         async with OpenAiCompatibleBackend(config) as backend, anyio.create_task_group() as group:
@@ -57,16 +57,30 @@ async def run_held(
 
             group.start_soon(agent)
             await anyio.to_thread.run_sync(reply["holding"].wait, 30)
-            if eager:  # the first statement ran while the stream is held: its call reached the tool
-                with anyio.fail_after(20):
-                    while len(fake.spans) < calls:
-                        called = anyio.Event()
-                        fake.on_call = called.set
-                        if len(fake.spans) < calls:
-                            await called.wait()
-            seen = [span.tool for span in fake.spans]
+            await while_held()
             reply["release"].set()
-    return outcome["run"], seen, server
+    return outcome["run"], server
+
+
+async def run_held(
+    scope: ReplScope, fake: FakeExecutor, reply: dict[str, Any], *, eager: bool = True, calls: int = 1
+) -> tuple[Any, list[str], ScriptedOpenAI]:
+    """Run the agent on ``reply``; return its result, the tools that had been called when the
+    stream was held, and the model server."""
+    seen: list[str] = []
+
+    async def until_called() -> None:
+        if eager:  # the first statement ran while the stream is held: its call reached the tool
+            with anyio.fail_after(20):
+                while len(fake.spans) < calls:
+                    called = anyio.Event()
+                    fake.on_call = called.set
+                    if len(fake.spans) < calls:
+                        await called.wait()
+        seen.extend(span.tool for span in fake.spans)
+
+    result, server = await agent_held(scope, reply, until_called, eager=eager)
+    return result, seen, server
 
 
 async def test_a_read_only_call_runs_while_the_snippet_streams(scope: ReplScope, fake: FakeExecutor) -> None:
@@ -285,20 +299,31 @@ async def test_a_launch_is_not_claimed_after_a_mutating_call() -> None:
 
     code = "await bump()\nn = await count()\nn"
     reply = held_reply(code, "n = await count()")
+
+    async def launched_while_held() -> None:
+        assert await anyio.to_thread.run_sync(launched.wait, 20)
+
     async with CodeMode(FunctionTools([count, bump]), TEST_LIMITS) as code_mode:
-        executor = code_mode.new_scope()
-        with ScriptedOpenAI([reply, text_reply("done")]) as server:
-            config = BackendConfig(base_url=server.base_url, model="m", stream=True)
-            async with OpenAiCompatibleBackend(config) as backend, anyio.create_task_group() as group:
-                outcome: dict[str, Any] = {}
-
-                async def agent() -> None:
-                    outcome["run"] = await backend.run(history=[], user_text="go", executor=executor)
-
-                group.start_soon(agent)
-                await anyio.to_thread.run_sync(reply["holding"].wait, 30)
-                assert await anyio.to_thread.run_sync(launched.wait, 20)  # launched while held
-                reply["release"].set()
-        await executor.aclose()
-    assert json.loads(outcome["run"].messages[-2].content) == 1  # read after the bump, not before
+        scope = code_mode.new_scope()
+        result, _ = await agent_held(scope, reply, launched_while_held)
+        await scope.aclose()
+    assert json.loads(result.messages[-2].content) == 1  # read after the bump, not before
     assert ledger["count"] == 1
+
+
+async def test_a_snippet_the_check_stops_says_which_calls_started_early(
+    scope: ReplScope, fake: FakeExecutor
+) -> None:
+    # the def ends early feeding; the literal calls are launched as their lines arrive
+    code = (
+        "def f():\n    return 1\nif f():\n    p = await pods(namespace='x')\nq = await pods(namespace=1)\nq"
+    )
+    result, seen, _ = await run_held(scope, fake, held_reply(code, "p = await pods(namespace='x')"))
+    assert seen == ["pods"]
+    text = result.messages[-2].content
+    # both literal calls were launched as their lines arrived, the snippet's own call was not made
+    assert text.startswith(
+        "error: the type check found mistakes before anything ran (the snippet called no tool; "
+        "2 read-only calls started early while it streamed, unused):"
+    )
+    assert [span.arguments for span in fake.spans] == [{"namespace": "x"}, {"namespace": 1}]

@@ -689,7 +689,8 @@ class ReplScope(ToolSource):
         try:
             return await feed(checked)
         except pm.MontyTypingError as exc:
-            refused = rejection(exc.display(), code, self.setup.catalog, scan.bound)
+            launched = dispatcher.speculations.launched if dispatcher.speculations is not None else 0
+            refused = rejection(exc.display(), code, self.setup.catalog, scan.bound, launched)
             if refused is not None:
                 raise _TypeCheckRejected(refused) from None
         return await feed(False)  # the checker was unsure: Monty decides

@@ -136,12 +136,17 @@ def literal_accepted(expected: str, found: str) -> bool:
 
 
 def rejection(
-    text: str, code: str, functions: Mapping[str, CatalogEntry], bound_here: Collection[str] = ()
+    text: str,
+    code: str,
+    functions: Mapping[str, CatalogEntry],
+    bound_here: Collection[str] = (),
+    launched: int = 0,
 ) -> str | None:
     """The error result for a snippet the check stops, or ``None`` to let it run unchecked;
-    ``bound_here`` are the names the snippet itself binds. A wrong call is worded as the host's
-    own check words it (``TypeError: f() got an unexpected keyword argument 'x'; accepted: a, b``),
-    every mistake of it listed, with its line."""
+    ``bound_here`` are the names the snippet itself binds, ``launched`` the read-only calls started
+    early while it streamed (speculation). A wrong call is worded as the host's own check words it
+    (``TypeError: f() got an unexpected keyword argument 'x'; accepted: a, b``), every mistake of it
+    listed, with its line."""
     lines = code.splitlines()
     certain = [d for d in parse_diagnostics(text) if is_certain(d, lines, functions, bound_here)]
     if not certain:
@@ -164,7 +169,13 @@ def rejection(
             listed.append(line)
     return "\n".join(
         [
-            "error: the type check found mistakes before anything ran (no tool was called):",
+            "error: the type check found mistakes before anything ran "
+            + (
+                f"(the snippet called no tool; {launched} read-only "
+                f"call{'s' if launched > 1 else ''} started early while it streamed, unused):"
+                if launched
+                else "(no tool was called):"
+            ),
             *listed,
             "Fix them and run the snippet again.",
         ]
