@@ -34,8 +34,8 @@ def test_tools_shows_python_names_task_only_tools_and_what_each_server_offers() 
     task_only = rows["simulate-research-query"]
     assert task_only[1] == "-" and "(task-only: not callable from snippets)" in " ".join(task_only)
     summary = result.stdout.splitlines()[-1]
-    # 13, and the ones it offers a client that declares elicitation (2) and roots (get-roots-list)
-    assert summary.startswith("server everything: 16 tools, 7 resources, ") and summary.endswith(" prompts")
+    # 13, and the ones it offers a client that declares elicitation (2); no roots without --root
+    assert summary.startswith("server everything: 15 tools, 7 resources, ") and summary.endswith(" prompts")
 
 
 def test_a_server_with_only_resources_and_prompts_is_configured() -> None:

@@ -65,7 +65,10 @@ def add_mcp_options(parser: argparse.ArgumentParser) -> None:
         help="a server asking the model: allow, ask (the chat's default), deny (elsewhere)",
     )
     group.add_argument(
-        "--root", action="append", metavar="DIR", help="directory offered to servers as a root (default: cwd)"
+        "--root",
+        action="append",
+        metavar="DIR",
+        help="directory offered to servers as a root (repeatable; default: none, so servers keep their own)",
     )
     parser.add_argument("--config", metavar="FILE", help=f"settings file (default {DEFAULT_CONFIG})")
     parser.add_argument(
@@ -344,7 +347,8 @@ def sign_in_mode(settings: Settings, interactive: bool) -> SignInMode:
 
 def server_requests(settings: Settings, person: Person | None = None) -> ServerRequests:
     """How servers' questions are answered: asked of ``person`` by default when there is one (the
-    chat), declined where nobody can answer; roots are ``--root`` or the working directory."""
+    chat), declined where nobody can answer; roots only those the user named (``--root`` or the
+    ``root`` config key), else none."""
     from asyncai.tools.mcp.server_requests import ServerRequests
 
     ask = person is not None
@@ -356,7 +360,8 @@ def server_requests(settings: Settings, person: Person | None = None) -> ServerR
         )
     if sampling not in SAMPLING_POLICIES:
         raise UsageError(f"--sampling must be one of {', '.join(SAMPLING_POLICIES)}, not {sampling!r}")
-    roots = [Path(directory).expanduser() for directory in settings.texts("root")] or [Path.cwd()]
+    # No default root: a server such as mcp-server-filesystem swaps its own directories for ours.
+    roots = [Path(directory).expanduser() for directory in settings.texts("root")]
     for root in roots:
         if not root.is_dir():
             raise UsageError(f"--root {root}: not a directory")

@@ -6,9 +6,9 @@ server-everything offers ``trigger-elicitation-request``, ``trigger-sampling-req
 ``get-roots-list`` only to a client declaring elicitation, sampling and roots; its form requires a
 ``name`` that has no default.
 
-- ``run-code`` declines by default, offers the working directory as the root, no sampling;
+- ``run-code`` declines by default, offers no roots and no sampling;
   ``--elicitation accept-defaults`` sends a form's defaults only when every required field has one;
-  ``--root`` replaces the working directory; ``--sampling allow`` without a model is refused.
+  ``--root`` names the roots; ``--sampling allow`` without a model is refused.
 - ``-p`` declines; with ``--sampling allow`` the agent's model answers the servers.
 - The chat asks the person at the terminal: the form field by field, then whether the model may answer.
 - ``serve-mcp`` hands the questions to its own MCP client.
@@ -52,7 +52,10 @@ WAIT = 100.0
 ASK_EVERYTHING = f"""
 e = await trigger_elicitation_request()
 u = await trigger_url_elicitation(url="https://example.com/sign-in")
-r = await get_roots_list()
+try:
+    r = await get_roots_list()
+except NameError as exc:
+    r = "not offered: " + str(exc)
 try:
     s = await trigger_sampling_request(prompt="{SAMPLING_PROMPT}")
 except NameError as exc:
@@ -263,7 +266,9 @@ def serve_mcp(everything: str, home: Path, mode: Literal["legacy", "auto"] = "le
     }
 
     async def session() -> None:
-        params = stdio_params("--mcp-stdio", everything).model_copy(update={"cwd": str(home / "project")})
+        project = str(home / "project")  # the working directory, and the root: roots only when named
+        params = stdio_params("--mcp-stdio", everything, "--root", project)
+        params = params.model_copy(update={"cwd": project})
         with anyio.fail_after(WAIT):
             async with Client(
                 stdio_client(params), mode=mode, elicitation_callback=elicit, sampling_callback=sample
@@ -321,15 +326,15 @@ def outcome_of(runs: dict[str, Future[Any]], scenario: Callable[[str, Path], Out
 # -- run-code -------------------------------------------------------------------------------------
 
 
-def test_run_code_declines_offers_the_working_directory_and_no_sampling(runs: dict[str, Future[Any]]) -> None:
+def test_run_code_declines_and_offers_no_roots_and_no_sampling(runs: dict[str, Future[Any]]) -> None:
     outcome = outcome_of(runs, run_code_defaults)
     value = value_of(outcome.stdout)
     assert value["elicitation"][0] == DECLINED
     assert raw_result(value["elicitation"]) == {"action": "decline"}
     assert value["url"][0].startswith("❌ User declined to open the URL")
     assert raw_result(value["url"]) == {"action": "decline"}
-    assert value["roots"].startswith("Current MCP Roots (1 total):")
-    assert f"1. project\n   URI: {outcome.project.as_uri()}\n" in value["roots"]
+    # No --root: no roots capability, so the server keeps its own (issue 34).
+    assert value["roots"] == "not offered: name 'get_roots_list' is not defined"
     assert value["sampling"] == "not offered: name 'trigger_sampling_request' is not defined"
 
 
@@ -347,7 +352,7 @@ def test_run_code_accept_defaults_roots_and_sampling_without_a_model(runs: dict[
         if line.get("event") == "mcp.elicitation"
     ]
     assert answered == [("everything", "accept-defaults", "decline"), ("asker", "accept-defaults", "accept")]
-    # --root replaces the working directory, for servers of both eras.
+    # --root names the roots, for servers of both eras.
     assert value["roots"].startswith("Current MCP Roots (2 total):")
     assert f"URI: {alpha.as_uri()}\n" in value["roots"] and f"URI: {beta.as_uri()}\n" in value["roots"]
     assert outcome.project.as_uri() not in value["roots"]

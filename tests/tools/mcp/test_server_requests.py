@@ -13,8 +13,11 @@ from typing import Any
 import anyio
 import mcp.types as mt
 import pytest
+from mcp import Client
+from mcp.server.mcpserver import Context, MCPServer
 
 from asyncai import wording
+from asyncai.cli.settings import Settings, server_requests
 from asyncai.tools.mcp.asking import (
     FormAnswer,
     Sample,
@@ -449,6 +452,39 @@ async def test_the_callbacks_answer_for_their_server(tmp_path: Path) -> None:
 
 
 # -- roots ----------------------------------------------------------------------------------------
+
+
+def capabilities_server() -> MCPServer:
+    """An in-process server whose one tool answers the capabilities its client declared."""
+    server = MCPServer("capabilities")
+
+    @server.tool()
+    def declared(ctx: Context) -> dict[str, Any]:
+        capabilities = ctx.client_capabilities
+        assert capabilities is not None
+        return capabilities.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    return server
+
+
+async def declared_capabilities(requests: ServerRequests) -> dict[str, Any]:
+    async with Client(capabilities_server(), mode="legacy", **requests.client_callbacks("s")) as client:
+        result = await client.call_tool("declared", {})
+    assert isinstance(result.structured_content, dict), result
+    return result.structured_content
+
+
+async def test_no_roots_capability_unless_roots_were_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a working directory that must not become a root
+    unnamed = await declared_capabilities(server_requests(Settings()))
+    library = await declared_capabilities(ServerRequests())
+    named = await declared_capabilities(server_requests(Settings({"root": [str(tmp_path)]})))
+    assert "roots" not in unnamed, "the command line offered roots nobody named"
+    assert "roots" not in library
+    assert "elicitation" in unnamed, "the capabilities were read: elicitation is always declared"
+    assert named["roots"] == {"listChanged": True}
 
 
 def test_roots_are_absolute_file_uris_named_by_their_last_part(
