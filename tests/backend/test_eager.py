@@ -150,6 +150,14 @@ CORPUS = [
     "big = list(range(10))\nsum(big)\n_",
     "a = await pods()\nb = await pods()\nc = len(a['items']) + len(b['items'])\nprint(c)\nc",
     "r = await asyncio.gather(*[wait(seconds=0, tag=str(i)) for i in range(3)])\n[t['tag'] for t in r]",
+    # Values changed in place before the last expression (the streamed chat once failed on each).
+    "xs = []\nxs.append(1)\nlen(xs)",
+    "xs = [3]\nxs.extend([1, 2])\nxs.insert(0, 9)\nxs",
+    "d = {}\nd.update({'a': 1})\nd.setdefault('b', []).append(2)\nd",
+    "s = set()\ns.add(1)\ns.discard(2)\nsorted(s)",
+    # The note names what the whole snippet bound, in its order, and what an error left bound.
+    "total = 0\nfor v in range(3):\n    total += v\ntotal",
+    "big = list(range(10))\nsum(big)\nundefined_name",
 ]
 
 
@@ -164,6 +172,7 @@ async def test_results_are_the_same_with_and_without_eager_execution(fake: FakeE
                 run.update(code[:end])
                 await anyio.lowlevel.checkpoint()  # let it feed what is complete, as a stream would
             got = await run.finish({"code": code})
+            notes = plain.context_note(), eager.context_note()
         finally:
             await plain.aclose()
             await eager.aclose()
@@ -172,6 +181,30 @@ async def test_results_are_the_same_with_and_without_eager_execution(fake: FakeE
         feeds_unnumbered(expected.content),
         expected.is_error,
     )
+    assert notes[1] == notes[0], "the variables note is the same"
+
+
+@pytest.mark.parametrize(
+    ("code", "value"),
+    [
+        ("xs = []\nxs.append(1)\nlen(xs)", "1"),
+        ("d = {}\nd.update({'a': 1})\nd.setdefault('b', []).append(2)\nd", '{"a":1,"b":[2]}'),
+        ("s = set()\ns.add(1)\ns.discard(2)\nsorted(s)", "[1]"),
+        ("xs = [3]\nxs.extend([1])\nxs.insert(0, 9)\nxs", "[9,3,1]"),
+    ],
+)
+async def test_a_value_changed_in_place_by_statements_run_early_reaches_the_last_expression(
+    scope: ReplScope, code: str, value: str
+) -> None:
+    *early, last = code.splitlines()
+    run = scope.eager()
+    run.update(code[: code.rindex("\n") + 2])  # every statement but the last has arrived
+    with anyio.fail_after(10):
+        while len(run.ran) < len(early):  # until each has run early, as they do in the chat
+            await anyio.lowlevel.checkpoint()
+    output = await run.finish({"code": code})
+    assert run.ran == early
+    assert (output.content, output.is_error) == (value, False)
 
 
 async def test_a_refusal_found_after_statements_ran_names_both(fake: FakeExecutor) -> None:

@@ -259,6 +259,13 @@ async def test_variables_note_lists_what_snippets_bound(code_mode: CodeMode) -> 
     assert note == "[run_code variables still in scope: n: int, bad: list[2], p: dict[1]]"
 
 
+async def test_the_note_after_an_error_names_what_the_snippet_bound_before_it(code_mode: CodeMode) -> None:
+    scope = code_mode.scopes.get("error-note")
+    output = await run(scope, "big = list(range(10))\nundefined_name\nlater = 1")
+    assert output.is_error and "NameError" in output.content
+    assert scope.context_note() == "[run_code variables still in scope: big: list[10]]"
+
+
 async def test_mutating_calls_are_audited_and_logged_at_warn(code_mode: CodeMode) -> None:
     with captured_log() as stream:
         output = await run(code_mode, 'await delete_item(name="x")')

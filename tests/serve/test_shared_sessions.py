@@ -155,6 +155,21 @@ async def test_a_session_keeps_its_variables_across_instances(cluster: Cluster) 
     assert key in {e["session"] for e in taken_up}, "the instance that did not open it took it up"
 
 
+async def test_the_note_keeps_each_variables_type_on_the_instance_that_takes_the_session_up(
+    cluster: Cluster,
+) -> None:
+    async with raw_session() as session:
+        await session.open(cluster.a.url)
+        await session.run(cluster.a.url, "shared = 41")
+        await session.run(cluster.b.url, "other = 'x'")  # reads nothing of ``shared``: not probed again
+        request = {"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+                   "params": {"name": "run_code", "arguments": {"code": "more = [1]"}}}  # fmt: skip
+        response = await session.http.post(cluster.b.url, json=request, headers=session.headers())
+    [data] = [line for line in response.text.splitlines() if line.startswith("data: {")]
+    note = json.loads(data.removeprefix("data: "))["result"]["structuredContent"]["variables"]
+    assert note == "[run_code variables still in scope: more: list[1], other: str[1], shared: int]"
+
+
 async def test_records_expire_state_ttl_after_the_last_run(cluster: Cluster) -> None:
     keys = redis.Redis.from_url(cluster.redis.url)
     try:

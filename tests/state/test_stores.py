@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from asyncai.state.stores import StateStore, open_store
+from asyncai.state.stores import SavedScope, StateStore, open_store, pack, unpack
 from tests.fakes.redis import redis_server
 
 
@@ -39,3 +39,10 @@ async def stamps(store: StateStore) -> None:
 
 def test_every_save_has_a_new_stamp_that_load_and_stamp_report(store_location: str) -> None:
     asyncio.run(stamps(open_store(store_location, ttl=3600)))
+
+
+def test_the_envelope_keeps_each_variables_type_and_size() -> None:
+    saved = SavedScope(b"dump", "[note]", ("n", "xs"), None, None, (("n", "int", -1), ("xs", "list", 3)))
+    assert unpack(pack(saved)) == saved
+    malformed = pack(SavedScope(b"dump")).replace(b'"variables": []', b'"variables": [["n", 1, 2], "x"]')
+    assert unpack(malformed).variables == (), "a row of another shape is left out"

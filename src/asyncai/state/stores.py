@@ -61,6 +61,9 @@ class SavedScope:
     same need not define them again (each definition would stay in the dump)."""
     paused_as: str | None = None
     """The id of the REPL's snippet that waits for an approval (``ReplScope.run_pausing``)."""
+    variables: tuple[tuple[str, str, int], ...] = ()
+    """``(name, type, size)`` of each name in the note: a process that takes the scope up tells
+    the types the saving one saw, without probing names the next snippet does not touch."""
 
 
 def monty_version() -> str:
@@ -77,6 +80,7 @@ def pack(saved: SavedScope) -> bytes:
         "bound": saved.bound,
         "preamble": saved.preamble,
         "paused_as": saved.paused_as,
+        "variables": [list(variable) for variable in saved.variables],
     }
     return MAGIC + json.dumps(header).encode() + b"\n" + saved.dump
 
@@ -105,6 +109,22 @@ def unpack(data: bytes) -> SavedScope:
         names,
         preamble if isinstance(preamble, str) else None,
         paused_as if isinstance(paused_as, str) else None,
+        _variables(header.get("variables")),
+    )
+
+
+def _variables(listed: object) -> tuple[tuple[str, str, int], ...]:
+    """The header's ``variables`` rows that have the shape written (a malformed one is left out)."""
+    if not isinstance(listed, list):
+        return ()
+    return tuple(
+        (row[0], row[1], row[2])
+        for row in listed
+        if isinstance(row, list)
+        and len(row) == 3
+        and isinstance(row[0], str)
+        and isinstance(row[1], str)
+        and type(row[2]) is int
     )
 
 

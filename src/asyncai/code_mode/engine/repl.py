@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -431,9 +432,11 @@ class ReplScope(ToolSource):
         pausing: bool,
         capture: PrintCapture | None = None,
         spent: float = 0.0,
+        bound: tuple[str, ...] | None = None,
     ) -> RunCodeText | PausedSnippet:
         """Run ``code``; ``capture`` and ``spent`` (wall-clock seconds) carry on from statements of
-        the same snippet that ran before (``EagerSnippet``)."""
+        the same snippet that ran before (``EagerSnippet``), and ``bound`` is then what the whole
+        snippet binds, in its order, so the note reads as if it had run in one piece."""
         started = asyncio.get_running_loop().time() - spent
         try:  # the scan counts against the wall clock: a huge snippet is scanned off the loop
             async with asyncio.timeout(max(self.limits.wall_timeout - spent, 0.0)):
@@ -443,6 +446,8 @@ class ReplScope(ToolSource):
         refusal = self._refusal(scan)
         if refusal is not None:
             return refusal
+        if bound is not None:  # the probe looks at every name the whole snippet binds
+            scan = dataclasses.replace(scan, bound=bound)
         may_check = self._may_check(code, scan)
         if not may_check:  # a snippet the check may stop calls nothing before it: "no tool was called"
             self._speculate(scan, dispatcher)
@@ -560,7 +565,7 @@ class ReplScope(ToolSource):
         except _TypeCheckRejected as exc:
             return RunCodeText(str(exc), is_error=True)
         except pm.MontyError as exc:
-            return await self._error_result(exc, bound, dispatcher)
+            return await self._error_result(exc, worker, bound, dispatcher)
         except RuntimeError as exc:  # pydantic-monty reports a dead worker as a plain RuntimeError
             await self._reset(discard=True)
             return self._format_error(
@@ -703,7 +708,11 @@ class ReplScope(ToolSource):
         )
 
     async def _error_result(
-        self, exc: pm.MontyError, bound: tuple[str, ...], dispatcher: SnippetDispatcher
+        self,
+        exc: pm.MontyError,
+        worker: pm.AsyncMontySession,
+        bound: tuple[str, ...],
+        dispatcher: SnippetDispatcher,
     ) -> RunCodeText:
         """A snippet that raised; one that was stopped (crash, time limit, heap cap) also gets the
         report of its nested calls."""
@@ -728,6 +737,7 @@ class ReplScope(ToolSource):
             await self._reset(discard=True)
             return self._format_error(text, state_reset=True, report=dispatcher.calls_report())
         self._remember(bound)  # a feed is not transactional: names before the error stay bound
+        await self._refresh_note(worker)  # so the note says which of them the snippet got to
         stopped = last.startswith("TimeoutError")  # the execution time limit
         return self._format_error(text, report=dispatcher.calls_report() if stopped else None)
 
@@ -810,6 +820,7 @@ class ReplScope(ToolSource):
             log_event("state.discarded", logging.WARNING, session=key, reason=str(exc))
             return "discarded"
         self._parked, self._note, self._bound = saved.dump, saved.note, dict.fromkeys(saved.bound)
+        self._variables = [BoundVariable(*row) for row in saved.variables]
         self.paused_as = saved.paused_as
         # The dump holds the saving process's helpers and wrappers: unless they are this process's
         # own, this process's replace them.
@@ -885,7 +896,8 @@ class ReplScope(ToolSource):
                 else:
                     current = self._catalog_version == self.setup.catalog_version
                     preamble = self.setup.preamble()[1] if current else None
-                    saved = SavedScope(dump, self._note, tuple(self._bound), preamble, self.paused_as)
+                    variables = tuple((v.name, v.type_name, v.size) for v in self._variables)
+                    saved = SavedScope(dump, self._note, tuple(self._bound), preamble, self.paused_as, variables)
                     self._stamp = await store.save(key, pack(saved))
         except Exception as exc:
             log_event("state.not_saved", logging.WARNING, session=key, reason=_describe(exc))
@@ -1134,6 +1146,8 @@ class EagerSnippet:
         self._speculations = Speculations() if scope.setup.speculate else None
         self._dispatcher.speculations = self._speculations
         self._scanned_lines = 0
+        self._whole: SnippetScan | None = None
+        """The finished snippet's scan, once ``finish`` brought it."""
         self._span = start_snippet(scope.setup.tracing)  # the run so far: the stream is its first part
         self._dispatcher.span = self._span
         self._task = asyncio.ensure_future(self._traced())
@@ -1210,7 +1224,8 @@ class EagerSnippet:
             return "restart was asked for after statements had already run"
         if parse_snippet(code) is None:
             return "the finished snippet does not compile"
-        refusal = self.scope._refusal(scan_snippet(code, self.scope.setup.catalog.keys()))
+        self._whole = scan_snippet(code, self.scope.setup.catalog.keys())
+        refusal = self.scope._refusal(self._whole)
         if refusal is not None:
             reason = refusal.text.removeprefix("error: ").removesuffix(" Nothing was run.")
             return f"the finished snippet was refused ({reason})"
@@ -1282,7 +1297,8 @@ class EagerSnippet:
             return self._output(failed, arguments)
         # Blank lines in place of what ran: the rest keeps its line numbers in tracebacks.
         tail = "\n" * self._fed_lines + arguments["code"][len(self._fed()) :]
-        rest = await self.scope._run(tail, dispatcher, pausing=False, capture=capture, spent=spent)
+        bound = self._whole.bound if self._whole is not None else None
+        rest = await self.scope._run(tail, dispatcher, pausing=False, capture=capture, spent=spent, bound=bound)
         assert isinstance(rest, RunCodeText)  # a run that does not pause
         if self.ran:
             log_event("code_mode.eager", statements=len(self.ran), calls=len(dispatcher.calls))
@@ -1310,8 +1326,14 @@ class EagerSnippet:
             return RunCodeText(f"error: could not start the sandbox: {exc}", is_error=True)
         outcome = await scope._supervise(
             worker,
+            # A statement fed early keeps no value: the probe riding on its feed must not read ``_``.
             lambda: scope._feed(
-                worker, numbered, self._dispatcher, capture, scan, scope._may_check(numbered, scan)
+                worker,
+                numbered,
+                self._dispatcher,
+                capture,
+                dataclasses.replace(scan, value_at=None),
+                scope._may_check(numbered, scan),
             ),
             self._dispatcher,
             capture,
