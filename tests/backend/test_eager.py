@@ -196,7 +196,7 @@ async def test_results_are_the_same_with_and_without_eager_execution(fake: FakeE
 async def test_a_value_changed_in_place_by_statements_run_early_reaches_the_last_expression(
     scope: ReplScope, code: str, value: str
 ) -> None:
-    *early, last = code.splitlines()
+    early = code.splitlines()[:-1]
     run = scope.eager()
     run.update(code[: code.rindex("\n") + 2])  # every statement but the last has arrived
     with anyio.fail_after(10):

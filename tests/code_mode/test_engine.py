@@ -266,6 +266,21 @@ async def test_the_note_after_an_error_names_what_the_snippet_bound_before_it(co
     assert scope.context_note() == "[run_code variables still in scope: big: list[10]]"
 
 
+async def test_an_embedder_gets_the_snippets_value_as_data_beside_the_text(code_mode: CodeMode) -> None:
+    output = await run(code_mode, "p = await pods()\nprint('seen')\n(len(p['items']), {'a': [1, None]}, {3})")
+    assert output.content == '{"output":"seen\\n","result":[10,{"a":[1,null]},[3]]}'
+    assert output.structured == {"value": [10, {"a": [1, None]}, [3]]}
+    assert (await run(code_mode, "x = 1")).structured == {"value": None}
+    failed = await run(code_mode, "1 / 0")
+    assert failed.is_error and failed.structured is None
+
+
+async def test_a_traceback_quotes_the_last_line_as_written_not_as_rewritten(code_mode: CodeMode) -> None:
+    output = await run(code_mode, "xs = [1]\nxs[5]")
+    assert output.is_error and "    xs[5]\n    ~~~~~\nIndexError" in output.content
+    assert "_ = " not in output.content
+
+
 async def test_mutating_calls_are_audited_and_logged_at_warn(code_mode: CodeMode) -> None:
     with captured_log() as stream:
         output = await run(code_mode, 'await delete_item(name="x")')

@@ -232,7 +232,9 @@ class PydanticAiDoor:
             returns = [part for part in last.parts if isinstance(part, ToolReturnPart)]
             if returns:
                 part = returns[-1]
-                self.seen.append(Answer(part.model_response_str(wrap_if_error=False), part.outcome == "failed"))
+                self.seen.append(
+                    Answer(part.model_response_str(wrap_if_error=False), part.outcome == "failed")
+                )
                 return ModelResponse(parts=[TextPart("done")])
             prompt = next(part.content for part in last.parts if isinstance(part, UserPromptPart))
             return ModelResponse(parts=[ToolCallPart("run_code", {"code": prompt})])
@@ -477,7 +479,7 @@ class DoorRig:
                 ready.set_result(None)
                 while True:
                     job, answer = await self._requests.get()
-                    if job is None:  # type: ignore[comparison-overlap]
+                    if job is None:
                         break
                     try:
                         answer.set_result(await job())

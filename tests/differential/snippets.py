@@ -65,7 +65,7 @@ def int_expr(draw: st.DrawFn, env: Env) -> str:
     choices = [str(draw(small_ints))]
     if ints:
         name = draw(st.sampled_from(ints))
-        choices += [f"{name} + {draw(small_ints)}", f"{name} * 2", f"{name} // 3" if draw(st.booleans()) else name]
+        choices += [f"{name} + {draw(small_ints)}", f"{name} * 2", f"{name} // 3", name]
     lists = env.of("list")
     if lists:
         choices.append(f"len({draw(st.sampled_from(lists))})")
@@ -126,7 +126,12 @@ def statement(draw: st.DrawFn, env: Env) -> str:
         env.kinds[name] = "list"
         return source
     if kind == "assign_dict":
-        options = ["{'a': 1, 'b': [2, 3]}", "{}", "{k: len(k) for k in ['one', 'three']}", '{\n    "k": 1,\n}']
+        options = [
+            "{'a': 1, 'b': [2, 3]}",
+            "{}",
+            "{k: len(k) for k in ['one', 'three']}",
+            '{\n    "k": 1,\n}',
+        ]
         env.kinds["d"] = "dict"
         return f"d = {draw(st.sampled_from(options))}"
     if kind == "assign_set":
@@ -158,7 +163,9 @@ def statement(draw: st.DrawFn, env: Env) -> str:
     if kind == "try":
         env.kinds["err"] = "str"
         body = draw(st.sampled_from(["x = [1][5]", "await fail(message='bad')", "y = {}['k']", "z = 1 // 1"]))
-        return f"err = ''\ntry:\n    {body}\nexcept (IndexError, KeyError, RuntimeError) as e:\n    err = str(e)"
+        return (
+            f"err = ''\ntry:\n    {body}\nexcept (IndexError, KeyError, RuntimeError) as e:\n    err = str(e)"
+        )
     if kind == "def":
         if draw(st.booleans()):
             env.kinds["f"] = "func"
@@ -176,7 +183,11 @@ def statement(draw: st.DrawFn, env: Env) -> str:
             options += [f"{name}.append({draw(small_ints)})", f"{name}.extend([7, 8])", f"{name}.insert(0, 'h')",
                         f"{name}.reverse()", f"{name}.pop()"]  # fmt: skip
         for name in dicts:
-            options += [f"{name}.update({{'u': 1}})", f"{name}.setdefault('k', []).append(1)", f"{name}.pop('a', None)"]
+            options += [
+                f"{name}.update({{'u': 1}})",
+                f"{name}.setdefault('k', []).append(1)",
+                f"{name}.pop('a', None)",
+            ]
         for name in sets:
             options += [f"{name}.add({draw(small_ints)})", f"{name}.discard(1)"]
         if options:
@@ -187,7 +198,7 @@ def statement(draw: st.DrawFn, env: Env) -> str:
         if options:
             return draw(st.sampled_from(options))
     if kind == "item" and (dicts or lists):
-        if dicts and draw(st.booleans()):
+        if draw(st.booleans()) and dicts:
             return f"{draw(st.sampled_from(dicts))}['k'] = {draw(small_ints)}"
         if lists:
             return f"{draw(st.sampled_from(lists))}[0] = 'first'"
@@ -284,10 +295,8 @@ def bound_names(program: Program) -> list[str]:
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names.add(node.id)
-            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                names.add(node.name)
-            elif isinstance(node, ast.ExceptHandler) and node.name:
-                names.add(node.name)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.ExceptHandler):
+                names.add(node.name or "")
             elif isinstance(node, ast.alias):
                 names.add((node.asname or node.name).split(".")[0])
     return sorted(names)

@@ -10,7 +10,7 @@ REPL state afterwards (each bound name's type and value) and the same variables 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -30,7 +30,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DoorRig]:
 
 def differences(observed: dict[str, Observation]) -> list[str]:
     """What each door answered that the first (the reference) did not."""
-    (reference_name, reference), *others = observed.items()
+    (_, reference), *others = observed.items()
     found = []
     for name, seen in others:
         for number, (want, got) in enumerate(zip(reference.answers, seen.answers, strict=False), 1):
@@ -39,15 +39,23 @@ def differences(observed: dict[str, Observation]) -> list[str]:
             elif None not in (want.is_error, got.is_error) and got.is_error != want.is_error:
                 found.append(f"{name}, snippet {number}: is_error {got.is_error}, want {want.is_error}")
         if len(seen.answers) != len(reference.answers):
-            found.append(f"{name}: {len(seen.answers)} answers, want {len(reference.answers)}: {seen.answers}")
+            found.append(
+                f"{name}: {len(seen.answers)} answers, want {len(reference.answers)}: {seen.answers}"
+            )
             continue
-        if seen.state is not None and reference.state is not None:
-            if normalized(seen.state.text) != normalized(reference.state.text):
-                found.append(f"{name}, state after:\n  want {reference.state.text!r}\n  got  {seen.state.text!r}")
+        want_state, got_state = reference.state, seen.state
+        if (
+            want_state is not None
+            and got_state is not None
+            and normalized(got_state.text) != normalized(want_state.text)
+        ):
+            found.append(f"{name}, state after:\n  want {want_state.text!r}\n  got  {got_state.text!r}")
         for number, (want_note, got_note) in enumerate(zip(reference.notes, seen.notes, strict=True), 1):
             if got_note != want_note:
                 after = "the state probe" if number > len(reference.answers) else f"snippet {number}"
-                found.append(f"{name}, variables note after {after}:\n  want {want_note!r}\n  got  {got_note!r}")
+                found.append(
+                    f"{name}, variables note after {after}:\n  want {want_note!r}\n  got  {got_note!r}"
+                )
     return found
 
 
@@ -57,19 +65,23 @@ def check(rig: DoorRig, program: Program) -> None:
     assert not found, f"program:\n{program}\n\n" + "\n".join(found)
 
 
-def with_collected(test: object) -> object:
+def with_collected(test: Callable[..., None]) -> Callable[..., None]:
     for code in reversed(COLLECTED):
-        test = example(Program((code,)))(test)  # type: ignore[arg-type]
+        test = example(Program((code,)))(test)
     return test
 
 
-@with_collected  # type: ignore[misc]
+@with_collected
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
     derandomize=not FUZZING,
     database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
 )
 @given(program=programs())
 def test_every_door_gives_the_same_answer(rig: DoorRig, program: Program) -> None:

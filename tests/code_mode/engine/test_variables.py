@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from asyncai.code_mode.engine.variables import names_to_probe, scan_snippet
+from asyncai.code_mode.engine.variables import as_written, bind_last_value, names_to_probe, scan_snippet
 
 HELD = ["pods", "data", "total", "helper"]
 
@@ -58,3 +58,27 @@ def test_the_probe_looks_again_at_what_a_snippet_may_have_changed(
 )
 def test_the_scan_finds_every_name_a_snippet_binds_at_module_level(code: str, bound: list[str]) -> None:
     assert list(scan_snippet(code).bound) == bound
+
+
+def test_a_traceback_quotes_the_line_as_the_model_wrote_it() -> None:
+    code = "xs = [1]; xs[5]"
+    fed = bind_last_value(code, (1, 10))
+    assert fed == "xs = [1]; _ = xs[5]\n_"
+    traceback = (
+        "Traceback (most recent call last):\n"
+        '  File "<python-input-3>", line 1, in <module>\n'
+        "    xs = [1]; _ = xs[5]\n"
+        "                  ~~~~~\n"
+        "IndexError: list index out of range"
+    )
+    assert as_written(traceback, (1, 10)) == (
+        "Traceback (most recent call last):\n"
+        '  File "<python-input-3>", line 1, in <module>\n'
+        "    xs = [1]; xs[5]\n"
+        "              ~~~~~\n"
+        "IndexError: list index out of range"
+    )
+    in_a_function = traceback.replace("in <module>", "in f")
+    assert as_written(in_a_function, (1, 10)) == in_a_function, "only the snippet's own frame"
+    assert as_written(traceback, (2, 0)) == traceback, "only the line whose value was bound"
+    assert as_written(traceback, None) == traceback

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
-from asyncai.code_mode.engine.values import compact_json
+from asyncai.code_mode.engine.values import compact_json, dump_json, to_json_value
 from asyncai.humanize import count
 from asyncai.log import preview
 
@@ -59,6 +59,9 @@ class RunCodeText:
 
     text: str
     is_error: bool
+    value: Any = field(default=None, compare=False)
+    """The snippet's value as JSON data (``to_json_value``), beside the text; ``None`` for an error.
+    Not compared: the text already says it."""
 
 
 def find_unawaited(value: Any, *, limit: int = _SCAN_LIMIT) -> str | None:
@@ -110,18 +113,18 @@ def _output_text(outcome: SnippetOutcome, budget: int) -> str:
     return printed
 
 
-def _result_text(outcome: SnippetOutcome, max_chars: int) -> str:
+def _result_text(outcome: SnippetOutcome, data: Any, max_chars: int) -> str:
     has_output = bool(outcome.printed) or outcome.printed_truncated_bytes > 0
     output_budget = max(max_chars // 2, 1)
     if outcome.value is None:
         if not has_output:
             return NO_OUTPUT_TEXT
-        return compact_json({"output": _output_text(outcome, output_budget)})
+        return dump_json({"output": _output_text(outcome, output_budget)})
     if has_output:
-        return compact_json({"output": _output_text(outcome, output_budget), "result": outcome.value})
+        return dump_json({"output": _output_text(outcome, output_budget), "result": data})
     if isinstance(outcome.value, str):
         return outcome.value or EMPTY_STRING_TEXT
-    return compact_json(outcome.value)
+    return dump_json(data)
 
 
 def _too_large(text: str, max_chars: int, kept_as: str | None = None) -> RunCodeText:
@@ -156,10 +159,11 @@ def format_outcome(
     match = _UNAWAITED.search(outcome.printed)
     if match is not None:
         return _unawaited_error(match.group(0), "print output")
-    text = _result_text(outcome, max_chars)
+    data = to_json_value(outcome.value)  # converted once: for the text and as the value itself
+    text = _result_text(outcome, data, max_chars)
     if len(text) > max_chars:
         return _too_large(text, max_chars, kept_as if outcome.value is not None else None)
-    return RunCodeText(text=text, is_error=False)
+    return RunCodeText(text=text, is_error=False, value=data)
 
 
 _AVAILABLE_MODULES: Final = (

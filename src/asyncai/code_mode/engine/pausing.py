@@ -59,6 +59,7 @@ class PausedSnippet:
     """Wall-clock seconds it ran before pausing (the wait for the person does not count)."""
     bound: tuple[str, ...] = ()
     kept_as_last_value: bool = False
+    value_at: tuple[int, int] | None = None
     owner: str = ""
     """Who may resume it (``serve.handles.caller_identity``)."""
     repl: str = ""
@@ -86,6 +87,7 @@ def pack_paused(paused: PausedSnippet) -> bytes:
         "elapsed": paused.elapsed,
         "bound": list(paused.bound),
         "kept_as_last_value": paused.kept_as_last_value,
+        "value_at": list(paused.value_at) if paused.value_at is not None else None,
         "owner": paused.owner,
         "repl": paused.repl,
     }
@@ -112,6 +114,7 @@ def unpack_paused(data: bytes) -> PausedSnippet:
             elapsed=float(header["elapsed"]),
             bound=tuple(str(name) for name in header["bound"]),
             kept_as_last_value=bool(header["kept_as_last_value"]),
+            value_at=_value_at(header.get("value_at")),
             owner=str(header["owner"]),
             repl=str(header["repl"]),
         )
@@ -158,3 +161,9 @@ def settled(outcome: Any) -> pm.ExternalSettledResult:
     if isinstance(outcome, BaseException):
         return {"exception": outcome}
     return {"return_value": outcome}
+
+
+def _value_at(listed: object) -> tuple[int, int] | None:
+    if isinstance(listed, list) and len(listed) == 2 and all(type(n) is int for n in listed):
+        return listed[0], listed[1]
+    return None

@@ -48,6 +48,7 @@ from asyncai.code_mode.engine.variables import (
     SCAN_ON_LOOP_CHARS,
     BoundVariable,
     SnippetScan,
+    as_written,
     bind_last_value,
     format_note,
     names_to_probe,
@@ -351,8 +352,7 @@ class ReplScope(ToolSource):
                     if isinstance(result, PausedSnippet):
                         traced.paused = True
                         return result
-                    text = self._noted(result, arguments)
-                    traced.output = ToolCallOutput(content=text, is_error=result.is_error, audit=traced.audit)
+                    traced.output = _tool_output(self._noted(result, arguments), result, traced.audit)
                     return traced.output
         finally:
             self.setup.room.poke()
@@ -381,9 +381,7 @@ class ReplScope(ToolSource):
                         traced.paused = True
                         return result
                     self._restarted = False
-                    traced.output = ToolCallOutput(
-                        content=result.text, is_error=result.is_error, audit=traced.audit
-                    )
+                    traced.output = _tool_output(result.text, result, traced.audit)
                     return traced.output
         finally:
             self.setup.room.poke()
@@ -457,7 +455,7 @@ class ReplScope(ToolSource):
             return RunCodeText(f"error: could not start the sandbox: {exc}", is_error=True)
         capture = capture or PrintCapture(self.limits.max_print_bytes)
         fed = bind_last_value(code, scan.value_at)
-        snippet = _Snippet(scan.bound, scan.value_at is not None)
+        snippet = _Snippet(scan.bound, scan.value_at is not None, scan.value_at)
         remaining = self.limits.wall_timeout - (asyncio.get_running_loop().time() - started)
         return await self._supervise(
             worker,
@@ -479,7 +477,7 @@ class ReplScope(ToolSource):
     async def _resume(
         self, paused: PausedSnippet, approvals: Mapping[int, Approval], dispatcher: SnippetDispatcher
     ) -> RunCodeText | PausedSnippet:
-        snippet = _Snippet(paused.bound, paused.kept_as_last_value)
+        snippet = _Snippet(paused.bound, paused.kept_as_last_value, paused.value_at)
         parked = self._parked
         assert parked is not None  # ``resume`` checked
         await self._reset_worker()
@@ -565,7 +563,7 @@ class ReplScope(ToolSource):
         except _TypeCheckRejected as exc:
             return RunCodeText(str(exc), is_error=True)
         except pm.MontyError as exc:
-            return await self._error_result(exc, worker, bound, dispatcher)
+            return await self._error_result(exc, worker, snippet, dispatcher)
         except RuntimeError as exc:  # pydantic-monty reports a dead worker as a plain RuntimeError
             await self._reset(discard=True)
             return self._format_error(
@@ -616,6 +614,7 @@ class ReplScope(ToolSource):
             elapsed=ran,
             bound=snippet.bound,
             kept_as_last_value=snippet.kept_as_last_value,
+            value_at=snippet.value_at,
         )
         self.paused_as = paused.id
         log_event("code_mode.paused", pause=paused.id, held=[call.tool for call in paused.held])
@@ -711,7 +710,7 @@ class ReplScope(ToolSource):
         self,
         exc: pm.MontyError,
         worker: pm.AsyncMontySession,
-        bound: tuple[str, ...],
+        snippet: _Snippet,
         dispatcher: SnippetDispatcher,
     ) -> RunCodeText:
         """A snippet that raised; one that was stopped (crash, time limit, heap cap) also gets the
@@ -729,14 +728,14 @@ class ReplScope(ToolSource):
             report = dispatcher.calls_report()
             return self._format_error(f"error: the sandbox worker {reason}", state_reset=True, report=report)
         # The tool wrappers live in the scope's first feed; their frames are noise to the model.
-        text = hide_frames(_error_text(exc), PREAMBLE_FILENAME)
+        text = as_written(hide_frames(_error_text(exc), PREAMBLE_FILENAME), snippet.value_at)
         lines = text.strip().splitlines()
         last = lines[-1] if lines else ""
         if last.startswith("MemoryError"):
             # After a heap overrun the worker keeps its failed allocations counted: start afresh.
             await self._reset(discard=True)
             return self._format_error(text, state_reset=True, report=dispatcher.calls_report())
-        self._remember(bound)  # a feed is not transactional: names before the error stay bound
+        self._remember(snippet.bound)  # a feed is not transactional: names before the error stay bound
         await self._refresh_note(worker)  # so the note says which of them the snippet got to
         stopped = last.startswith("TimeoutError")  # the execution time limit
         return self._format_error(text, report=dispatcher.calls_report() if stopped else None)
@@ -897,7 +896,8 @@ class ReplScope(ToolSource):
                     current = self._catalog_version == self.setup.catalog_version
                     preamble = self.setup.preamble()[1] if current else None
                     variables = tuple((v.name, v.type_name, v.size) for v in self._variables)
-                    saved = SavedScope(dump, self._note, tuple(self._bound), preamble, self.paused_as, variables)
+                    bound = tuple(self._bound)
+                    saved = SavedScope(dump, self._note, bound, preamble, self.paused_as, variables)
                     self._stamp = await store.save(key, pack(saved))
         except Exception as exc:
             log_event("state.not_saved", logging.WARNING, session=key, reason=_describe(exc))
@@ -1081,6 +1081,8 @@ class _Snippet:
 
     bound: tuple[str, ...]
     kept_as_last_value: bool
+    value_at: tuple[int, int] | None = None
+    """Where its last value was bound to ``_`` (``bind_last_value``), for tracebacks as written."""
 
 
 @dataclass(frozen=True)
@@ -1110,6 +1112,12 @@ async def _decided(dispatcher: SnippetDispatcher, call: HeldCall, approval: Appr
         return await dispatcher.run_held(call, approval or Approval(False, NO_ANSWER))
     except Exception as exc:
         return exc
+
+
+def _tool_output(text: str, result: RunCodeText, audit: dict[str, Any] | None) -> ToolCallOutput:
+    """``run_code``'s output: ``text`` for the model, and for an embedder the value as data too."""
+    structured = None if result.is_error else {"value": result.value}
+    return ToolCallOutput(content=text, is_error=result.is_error, structured=structured, audit=audit)
 
 
 def _discard_print(stream: str, text: str) -> None:
@@ -1298,7 +1306,9 @@ class EagerSnippet:
         # Blank lines in place of what ran: the rest keeps its line numbers in tracebacks.
         tail = "\n" * self._fed_lines + arguments["code"][len(self._fed()) :]
         bound = self._whole.bound if self._whole is not None else None
-        rest = await self.scope._run(tail, dispatcher, pausing=False, capture=capture, spent=spent, bound=bound)
+        rest = await self.scope._run(
+            tail, dispatcher, pausing=False, capture=capture, spent=spent, bound=bound
+        )
         assert isinstance(rest, RunCodeText)  # a run that does not pause
         if self.ran:
             log_event("code_mode.eager", statements=len(self.ran), calls=len(dispatcher.calls))
@@ -1344,8 +1354,7 @@ class EagerSnippet:
         return outcome
 
     def _output(self, result: RunCodeText, arguments: Mapping[str, Any]) -> ToolCallOutput:
-        text = self.scope._noted(result, arguments)
-        return ToolCallOutput(content=text, is_error=result.is_error, audit=self._audit())
+        return _tool_output(self.scope._noted(result, arguments), result, self._audit())
 
     def _audit(self) -> dict[str, Any]:
         audit = self._dispatcher.audit()

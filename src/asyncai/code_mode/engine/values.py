@@ -146,7 +146,11 @@ def _dump_iteratively(data: Any) -> str:
 
 def compact_json(value: Any) -> str:
     """``json.dumps(to_json_value(value), ensure_ascii=False, separators=(",", ":"))``, any depth."""
-    data = to_json_value(value)
+    return dump_json(to_json_value(value))
+
+
+def dump_json(data: Any) -> str:
+    """Compact JSON for data already converted by ``to_json_value``, any depth."""
     try:
         return dumps_compact(data)
     except RecursionError:

@@ -211,6 +211,24 @@ def bind_last_value(code: str, value_at: tuple[int, int] | None) -> str:
     return f"{joined}{'' if joined.endswith(chr(10)) else chr(10)}{LAST_VALUE}"
 
 
+def as_written(traceback_text: str, value_at: tuple[int, int] | None) -> str:
+    """``traceback_text`` of a snippet fed through ``bind_last_value``, quoting the model's own line:
+    the snippet's frame at the last value's line loses the ``_ = `` and its markers move back."""
+    if value_at is None:
+        return traceback_text
+    frame = re.compile(rf'  File "<python-input-\d+>", line {value_at[0]}, in <module>')
+    lines = traceback_text.split("\n")
+    for number, line in enumerate(lines[:-1]):
+        binding = lines[number + 1].find(f"{LAST_VALUE} = ", 4)
+        if not frame.fullmatch(line) or binding < 0:
+            continue
+        for quoted in range(number + 1, min(number + 3, len(lines))):
+            text = lines[quoted]
+            if quoted == number + 1 or (text.strip() and set(text.strip()) <= set("~^")):
+                lines[quoted] = text[:binding] + text[binding + len(LAST_VALUE) + 3 :]
+    return "\n".join(lines)
+
+
 def note_candidates(names: list[str]) -> list[str]:
     return [name for name in names if not name.startswith(INTERNAL_PREFIX)]
 
