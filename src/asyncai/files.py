@@ -18,13 +18,15 @@ def state_home(environ: Mapping[str, str] = os.environ) -> Path:
 
 
 def write_private(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` in one step (a reader never sees half a file), mode 0600 in a
-    0700 directory; ``OSError`` when it cannot be written."""
+    """Replace ``path`` with ``text`` in one step (a reader never sees half a file, nor a crash an
+    empty one), mode 0600 in a 0700 directory; ``OSError`` when it cannot be written."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:  # mkstemp creates it 0600
             handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())  # on disk before the rename: a crash leaves the old file or the new
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -1,7 +1,9 @@
 """NDJSON logging: one JSON object a line on stderr with at least ``ts``, ``level`` and ``event``.
 
-Every component logs through :func:`log_event`; :func:`configure_logging` decides what reaches stderr
-(warnings and errors always, everything with ``--verbose``).
+Every component logs through :func:`log_event`. As a library asyncai writes nothing by itself: the
+``asyncai`` logger has only a ``NullHandler`` until the application configures logging (its records
+then read ``event {"field": ...}`` in any format). The CLI calls :func:`configure_logging`, which
+decides what reaches stderr (warnings and errors always, everything with ``--verbose``).
 """
 
 from __future__ import annotations
@@ -17,17 +19,34 @@ from asyncai.humanize import count
 
 LOGGER_NAME = "asyncai"
 _FIELDS_ATTR = "asyncai_fields"
+_EVENT_ATTR = "asyncai_event"
 TEXT_PREVIEW_CHARS = 2_000
 AUDIT_PREVIEW_CHARS = 200
 """The always-on audit lines (mutating calls) show arguments up to this size."""
 
 logger = logging.getLogger(LOGGER_NAME)
+# The library convention: without it Python's last-resort handler prints warnings bare on stderr.
+logger.addHandler(logging.NullHandler())
+
+
+class _Fields:
+    """An event's fields as the text after its name, made only when a handler formats the record."""
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self.fields = fields
+
+    def __str__(self) -> str:
+        if not self.fields:
+            return ""
+        return " " + json.dumps(json_safe(self.fields), ensure_ascii=False)
 
 
 def log_event(event: str, level: int = logging.INFO, **fields: Any) -> None:
-    """Log one structured event; ``fields`` become keys of the NDJSON line."""
+    """Log one structured event; ``fields`` become keys of the NDJSON line (and follow the event's
+    name in the message other formatters show)."""
     if logger.isEnabledFor(level):
-        logger.log(level, event, extra={_FIELDS_ATTR: fields})
+        extra = {_FIELDS_ATTR: fields, _EVENT_ATTR: event}
+        logger.log(level, "%s%s", event, _Fields(fields), extra=extra)
 
 
 def dumps_compact(value: Any) -> str:
@@ -91,7 +110,7 @@ class NdjsonFormatter(logging.Formatter):
         line: dict[str, Any] = {
             "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": "warn" if record.levelno == logging.WARNING else record.levelname.lower(),
-            "event": record.getMessage(),
+            "event": getattr(record, _EVENT_ATTR, None) or record.getMessage(),
         }
         line.update(getattr(record, _FIELDS_ATTR, {}))
         if record.exc_info and record.exc_info[1] is not None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from asyncai.arguments import check_choice, check_flag, check_instance, check_method
 from asyncai.log import json_safe
 from asyncai.wording import setting
 
@@ -21,6 +22,19 @@ MutationPolicy = Literal["allow", "ask", "deny"]
 """What a nested call to a tool that may change the world needs (``mutations=``)."""
 MUTATION_POLICIES: tuple[MutationPolicy, ...] = ("allow", "ask", "deny")
 ARGUMENT_PREVIEW_CHARS = 120
+
+
+def check_policy(mutations: object, approver: object, owner: str) -> None:
+    """``mutations`` is one of ``MUTATION_POLICIES``; ``approver``, if any, has ``async approve``."""
+    check_choice(mutations, MUTATION_POLICIES, owner, "mutations")
+    if approver is not None:
+        check_method(
+            approver,
+            "approve",
+            owner,
+            "approver",
+            "None or an object with async def approve(self, request) -> asyncai.Approval",
+        )
 
 
 def _compact(value: Any) -> str:
@@ -65,6 +79,11 @@ class Approval:
     """Why a call was refused, for the snippet's ``PermissionError``."""
     rest_of_snippet: bool = False
     """Also allow every later mutating call of the same snippet without asking."""
+
+    def __post_init__(self) -> None:
+        check_flag(self.allowed, "Approval", "allowed")  # Approval("no") must not allow the call
+        check_instance(self.reason, str, "Approval", "reason", "a string")
+        check_flag(self.rest_of_snippet, "Approval", "rest_of_snippet")
 
 
 class Approver(Protocol):
@@ -111,5 +130,6 @@ class MutationGate:
             if self.rest_allowed:
                 return Approval(True)
             approval = await self.approver.approve(request)
+            check_instance(approval, Approval, "approver.approve()", "what it returns", "an asyncai.Approval")
             self.rest_allowed = approval.allowed and approval.rest_of_snippet
         return approval

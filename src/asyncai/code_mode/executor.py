@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+
+import pydantic_monty as pm
 
 from asyncai.activity import QUIET, Activity
-from asyncai.approvals.gate import Approver, MutationPolicy
+from asyncai.approvals.gate import Approver, MutationPolicy, check_policy
+from asyncai.arguments import check_flag, check_instance, check_method, strings
 from asyncai.code_mode.catalog.description import run_code_definition
 from asyncai.code_mode.catalog.entries import build_catalog
 from asyncai.code_mode.catalog.observed import ObservedShapes
@@ -16,16 +19,19 @@ from asyncai.code_mode.catalog.search import ToolFinder
 from asyncai.code_mode.engine.repl import ReplScope, ScopeSetup
 from asyncai.code_mode.limits import CodeModeLimits
 from asyncai.code_mode.sandbox.config import SandboxConfig
-from asyncai.code_mode.sandbox.sandboxes import open_sandbox
+from asyncai.code_mode.sandbox.sandboxes import Sandbox, open_sandbox
 from asyncai.code_mode.sandbox.workers import WorkerRoom
 from asyncai.code_mode.scopes import ReplScopes
 from asyncai.state.stores import StateStore
 from asyncai.telemetry.spans import Tracing
-from asyncai.tools.routing import RoutedTools
+from asyncai.tools.routing import RoutedTools, tool_sources
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolsChangedListener, ToolSource
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
+
+CLOSED = "this CodeMode was closed (aclose() or the end of its async with); create a new one"
+_SEVERAL = "several tool sources go in one list: CodeMode([a, b])"
 
 
 class CodeMode(ToolSource):
@@ -36,7 +42,8 @@ class CodeMode(ToolSource):
     the first to declare a name wins it). ``call_tool`` runs snippets in one shared REPL;
     ``scopes`` keeps one REPL per conversation (``scopes.use(key)``), and ``new_scope()`` makes a
     REPL of its own. Use as ``async with CodeMode(...) as code_mode``: closing it stops every
-    sandbox worker; the tool sources belong to whoever opened them.
+    sandbox worker, and any use after that is a ``RuntimeError``; the tool sources belong to
+    whoever opened them.
 
     Each snippet is an OpenTelemetry span (``execute_tool run_code``), each nested call its child,
     made with ``tracer_provider`` (default: the global one, which records nothing unless set up);
@@ -59,7 +66,13 @@ class CodeMode(ToolSource):
         tracer_provider: TracerProvider | None = None,
         trace_content: bool = False,
     ) -> None:
-        inner = tools if isinstance(tools, ToolSource) else RoutedTools(tools)
+        sources = tool_sources(tools, "CodeMode", "tools")
+        _check_settings(limits, sandbox, preamble, state_store, activity, observed_shapes, tracer_provider)
+        check_policy(mutations, approver, "CodeMode")
+        check_flag(speculate, "CodeMode", "speculate")
+        speculate_tools = strings(speculate_tools, "CodeMode", "speculate_tools")
+        check_flag(trace_content, "CodeMode", "trace_content")
+        inner = tools if isinstance(tools, ToolSource) else RoutedTools(sources)
         self.inner = inner
         """The tools snippets call."""
         self.limits = limits or CodeModeLimits()
@@ -89,7 +102,19 @@ class CodeMode(ToolSource):
         self.scopes = ReplScopes(self)
         """One REPL per conversation key (the agent's threads; an embedder's conversations)."""
         self._listeners: list[ToolsChangedListener] = []
+        self._closed = False
         inner.on_tools_changed(self._inner_tools_changed)
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``aclose`` ran (or its ``async with`` ended): nothing of it may be used since."""
+        return self._closed
+
+    def check_open(self) -> None:
+        """``RuntimeError`` once closed: its REPLs and workers are gone, and a new pool must not
+        start behind the user's back."""
+        if self._closed:
+            raise RuntimeError(CLOSED)
 
     @property
     def mutations(self) -> MutationPolicy:
@@ -97,6 +122,7 @@ class CodeMode(ToolSource):
         return self._setup.mutations
 
     def on_tools_changed(self, listener: ToolsChangedListener) -> None:
+        self.check_open()
         self._listeners.append(listener)
 
     def _definition(self, inner_tools: list[ToolDefinition]) -> ToolDefinition:
@@ -121,6 +147,8 @@ class CodeMode(ToolSource):
 
     async def _inner_tools_changed(self) -> None:
         """A wrapped server's tools changed: a new catalog and description for every scope."""
+        if self._closed:
+            return  # the servers outlive a closed code mode: nobody is left to tell
         inner_tools = self._with_observed_shapes(self.inner.tools())
         self.catalog = build_catalog(inner_tools)
         self._setup.catalog = self.catalog
@@ -131,29 +159,91 @@ class CodeMode(ToolSource):
             await listener()
 
     async def __aenter__(self) -> CodeMode:
+        self.check_open()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     def tools(self) -> list[ToolDefinition]:
+        self.check_open()
         return [self._setup.run_code]
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallOutput:
+        self.check_open()
         return await self._default.call_tool(name, arguments)
 
     def context_note(self) -> str | None:
         """The variables note of the shared REPL ``call_tool`` uses."""
+        self.check_open()
         return self._default.context_note()
 
     def new_scope(self) -> ReplScope:
         """A REPL of its own (closed with ``aclose``, or when the code mode closes)."""
+        self.check_open()
         return ReplScope(self._setup)
 
     async def aclose(self) -> None:
-        """Close every scope that holds a worker, then the worker pool."""
+        """Close every scope that holds a worker, then the worker pool. Closing twice is harmless;
+        using it afterwards is a ``RuntimeError``."""
+        if self._closed:
+            return
+        self._closed = True
+        # A scope made earlier (new_scope, a held use.scope) gets this error, not a new pool.
+        self._setup.sandbox = _ClosedSandbox(self.sandbox)
         await self.scopes.aclose()
         await asyncio.gather(*(scope.aclose() for scope in [*self._setup.room.holders]))
         await self.sandbox.aclose()
         if self.observed_shapes is not None:
             self.observed_shapes.save()
+
+
+def _check_settings(
+    limits: object,
+    sandbox: object,
+    preamble: object,
+    state_store: object,
+    activity: object,
+    observed_shapes: object,
+    tracer_provider: object,
+) -> None:
+    """``CodeMode``'s settings objects: each of the kind it accepts, else a one-line error naming it."""
+    owner = "CodeMode"
+    hint = _SEVERAL if isinstance(limits, ToolSource) else None
+    check_instance(limits, CodeModeLimits | None, owner, "limits", "an asyncai.CodeModeLimits or None", hint)
+    check_instance(sandbox, SandboxConfig | None, owner, "sandbox", "an asyncai.SandboxConfig or None")
+    check_instance(preamble, str | None, owner, "preamble", "Python source (a str) or None")
+    if state_store is not None:
+        stores = "asyncai.DirectoryStore(path) or asyncai.RedisStore(url, ttl)"
+        check_method(state_store, "load", owner, "state_store", "an asyncai.StateStore or None", stores)
+    check_instance(activity, Activity, owner, "activity", "an asyncai.Activity (a subclass of it)")
+    shapes = "an asyncai.ObservedShapes or None"
+    check_instance(observed_shapes, ObservedShapes | None, owner, "observed_shapes", shapes)
+    if tracer_provider is not None:
+        providers = "an opentelemetry TracerProvider or None"
+        check_method(tracer_provider, "get_tracer", owner, "tracer_provider", providers)
+
+
+class _ClosedSandbox:
+    """The sandbox of a closed ``CodeMode``: every checkout fails with ``CLOSED``."""
+
+    def __init__(self, closed: Sandbox) -> None:
+        self.config = closed.config
+        self.limits = closed.limits
+        self._kind = closed.kind
+
+    @property
+    def kind(self) -> Literal["pool", "remote"]:
+        return self._kind
+
+    async def checkout(self, type_check_stubs: str | None = None) -> pm.AsyncMontySession:
+        raise RuntimeError(CLOSED)
+
+    def holds(self, session: pm.AsyncMontySession) -> bool:
+        return False
+
+    def exit_watch(self, session: pm.AsyncMontySession) -> int | None:
+        return None
+
+    async def aclose(self) -> None:
+        pass

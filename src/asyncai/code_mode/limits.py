@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
+from asyncai.arguments import check_number
 from asyncai.humanize import count
 
 KIB = 1024
@@ -42,6 +44,16 @@ class CodeModeLimits:
     max_recursion: int = 1000
     catalog_budget: int = 16_000
     """Characters of ``run_code`` description; over it the stubs give way to an index."""
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            # Every limit is positive; the int ones (counts and sizes) are whole numbers.
+            check_number(getattr(self, field.name), "CodeModeLimits", field.name, integer=field.type == "int")
+        if self.max_memory < MIN_MEMORY:
+            raise ValueError(
+                f"CodeModeLimits: max_memory must be at least 1 MiB ({count(MIN_MEMORY)} bytes), "
+                f"not {count(self.max_memory)}: a worker needs that much for a scope's helpers"
+            )
 
     @property
     def hard_timeout(self) -> float:

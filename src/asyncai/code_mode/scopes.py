@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from asyncai.arguments import check_method, check_number
 from asyncai.log import log_event
 from asyncai.state.stores import StateLoad
 
@@ -25,10 +26,16 @@ if TYPE_CHECKING:
     from asyncai.code_mode.engine.repl import ReplScope
 
 
+CLOSED = "these ReplScopes were closed (aclose()); create new ones: ReplScopes(code_mode)"
+
+
 class ScopeFactory(Protocol):
     """Where new scopes come from (``CodeMode``)."""
 
     def new_scope(self) -> ReplScope: ...
+
+    def check_open(self) -> None:
+        """``RuntimeError`` naming it once it was closed."""
 
 
 @dataclass(frozen=True)
@@ -53,16 +60,29 @@ class ReplScopes:
         idle_timeout: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        check_method(code_mode, "new_scope", "ReplScopes", "code_mode", "an asyncai.CodeMode")
+        if idle_timeout is not None:
+            check_number(idle_timeout, "ReplScopes", "idle_timeout")
+        check_method(clock, "__call__", "ReplScopes", "clock", "a function returning seconds")
         self.code_mode = code_mode
         self.idle_timeout = idle_timeout
         self.clock = clock
+        self._closed = False
         self._scopes: OrderedDict[str, ReplScope] = OrderedDict()
         self._last_use: dict[str, float] = {}
         self._states: dict[str, StateLoad] = {}
         self._sent_notes: dict[str, str | None] = {}
 
+    def check_open(self) -> None:
+        """``RuntimeError`` once these scopes, or the code mode that makes them, were closed: a
+        scope kept from before would start a new worker pool behind the user's back."""
+        self.code_mode.check_open()  # first: when the CodeMode closed these, it is what to name
+        if self._closed:
+            raise RuntimeError(CLOSED)
+
     def get(self, key: str) -> ReplScope:
         """The key's scope, made on first use."""
+        self.check_open()
         scope = self._scopes.pop(key, None) or self.code_mode.new_scope()
         self._scopes[key] = scope
         self._last_use[key] = self.clock()
@@ -113,6 +133,7 @@ class ReplScopes:
         key's first run, saved after every run. With ``shared`` (several processes use the store,
         one at a time under a lease) the saved state is taken up whenever another process saved it
         since, and saved only when ``may_save()`` still holds at the end (the lease was kept)."""
+        self.check_open()
         if key is None:
             fresh = self.code_mode.new_scope()
             try:
@@ -143,6 +164,7 @@ class ReplScopes:
                         scope.forget_stamp()
 
     async def aclose(self) -> None:
-        """Close every scope (their workers go back)."""
+        """Close every scope (their workers go back); ``get`` and ``use`` refuse from now on."""
+        self._closed = True
         scopes, self._scopes = list(self._scopes.values()), OrderedDict()
         await asyncio.gather(*(scope.aclose() for scope in scopes))

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from asyncai.arguments import refusal
 from asyncai.log import log_event
 from asyncai.tools.types import (
     DuplicateTool,
@@ -24,6 +25,32 @@ from asyncai.tools.types import (
     ToolsChangedListener,
     ToolSource,
 )
+
+SOURCE = "a tool source (McpServers, FunctionTools, any asyncai.ToolSource)"
+
+
+def tool_sources(value: object, owner: str, parameter: str) -> list[ToolSource]:
+    """``value`` as a list of tool sources; ``TypeError`` naming ``parameter`` when it is not one."""
+    if isinstance(value, ToolSource):
+        return [value]
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise TypeError(refusal(owner, parameter, f"{SOURCE} or a list of them", value, _hint(value)))
+    sources = list(value)
+    for index, source in enumerate(sources):
+        if not isinstance(source, ToolSource):
+            raise TypeError(refusal(owner, f"{parameter}[{index}]", SOURCE, source, _hint(source)))
+    return sources
+
+
+def _hint(value: object) -> str | None:
+    """What was probably meant, for the things most often passed where a tool source goes."""
+    from asyncai.tools.mcp.specs import HttpServerSpec, StdioServerSpec  # no SDK import
+
+    if isinstance(value, StdioServerSpec | HttpServerSpec | str):
+        return "start MCP servers with asyncai.McpServers([spec, ...]) and pass that"
+    if callable(value):
+        return "Python functions go in asyncai.FunctionTools([f, ...])"
+    return None
 
 
 class RoutedTools(ToolSource):
@@ -37,7 +64,7 @@ class RoutedTools(ToolSource):
         self._source_of: dict[str, ToolSource] = {}
         self._resource_owner: dict[str, ToolSource] = {}
         self._listeners: list[ToolsChangedListener] = []
-        self.route(sources)
+        self.route(tool_sources(sources, type(self).__name__, "sources"))
 
     def route(self, sources: Sequence[ToolSource]) -> None:
         """Route over ``sources`` from now on (in this order), and hear of their tool changes."""

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import queue
+import signal
 import stat
 import subprocess
 import threading
@@ -268,6 +269,72 @@ def test_no_browser_prints_the_url_which_completes_the_sign_in(
     assert fake.grant_types == ["authorization_code"]
     assert token_file(state, fake.mcp_url).exists()
     assert "Traceback" not in "".join(stderr)
+
+
+def test_an_interrupted_login_leaves_no_sign_in_behind(fake: OAuthFake, state: Path) -> None:
+    env = {**os.environ, "XDG_STATE_HOME": str(state)}
+    env.pop("BROWSER", None)
+    process = subprocess.Popen(
+        [str(BIN / "asyncai"), "mcp", "login", NAME, *http(fake), "--no-browser"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert process.stderr is not None
+    lines: queue.Queue[str | None] = queue.Queue()
+    reader = threading.Thread(target=_lines, args=(process.stderr, lines), daemon=True)
+    reader.start()
+    try:
+        while (line := lines.get(timeout=60)) is not None:  # the URL: a client was registered for it
+            if line.startswith(f"{fake.base_url}/authorize?"):
+                break
+        assert line is not None, "asyncai ended without printing the URL"
+        assert len(fake.registrations) == 1 and fake.grants == []
+        process.send_signal(signal.SIGINT)  # the person gives up before coming back from the browser
+        assert process.wait(timeout=60) == 130
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    reader.join(10)
+    listing, code = side_by_side(
+        lambda: run(state, "tools", *http(fake)), lambda: run(state, "run-code", "-c", WHOAMI, *http(fake))
+    )
+    assert listing.status == 0, listing.stderr
+    assert listing.stdout.splitlines() == [needs_sign_in_line()]
+    # Never signed in, so nothing expired: the same answer as before the login was tried.
+    assert_one_line_usage_error(
+        code, f"cannot start MCP server '{NAME}'", f"needs sign-in (asyncai mcp login {NAME})"
+    )
+    kept = token_file(state, fake.mcp_url).parent
+    assert not kept.exists() or list(kept.iterdir()) == [], "a sign-in that never completed was saved"
+
+
+@pytest.mark.anyio
+async def test_the_token_file_is_written_once_tokens_arrive_with_the_client_registered_for_them(
+    tmp_path: Path,
+) -> None:
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+    from pydantic import AnyUrl
+
+    from asyncai.tools.mcp.oauth import TokenFile
+
+    redirect = "http://127.0.0.1:9/callback"
+    path = tmp_path / "oauth" / "token.json"
+    storage = TokenFile("http://127.0.0.1:9/mcp", path, redirect, None)
+    client = OAuthClientInformationFull(client_id="c1", redirect_uris=[AnyUrl(redirect)])
+    await storage.set_client_info(client)
+    assert not path.exists(), "a registration alone is no sign-in"
+    assert await storage.get_client_info() == client  # the flow still finds it, to exchange the code
+    await storage.set_tokens(OAuthToken(access_token="at", expires_in=3600, refresh_token="rt"))
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    assert saved["client"]["client_id"] == "c1" and saved["tokens"]["access_token"] == "at"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # written through a renamed temp file
+    later = TokenFile("http://127.0.0.1:9/mcp", path, redirect, None)  # the next run
+    assert await later.get_client_info() == client and later.signed_in
 
 
 def test_no_token_or_client_secret_is_printed_even_in_the_verbose_log(fake: OAuthFake, state: Path) -> None:

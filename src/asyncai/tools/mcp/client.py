@@ -2,8 +2,10 @@
 
 Each server connection lives in its own asyncio task, which owns the transport's context
 managers (anyio cancel scopes must be entered and left in one task) and waits until the executor
-closes. Calls go straight to the shared ``ClientSession`` from any task, without a lock, so
-gathered calls run concurrently. A dead server fails its own calls only, and a server that cannot
+closes. Calls go to the shared ``ClientSession`` from any task, without a lock, so gathered calls
+run concurrently. Each request runs in a task of its own that is cancelled at most once, so a
+cancelled call's ``notifications/cancelled`` reaches the server however often its caller is
+cancelled (``_cancelled_once``). A dead server fails its own calls only, and a server that cannot
 start is a warning as long as another one started.
 
 Resources (``resources/list``, ``resources/read``) are routed like tools: a URI goes to the server
@@ -17,7 +19,7 @@ import contextlib
 import logging
 import os
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,16 +35,17 @@ from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from asyncai.arguments import check_choice, check_flag, check_instance, check_number, refusal
 from asyncai.humanize import count, seconds
 from asyncai.log import log_event
 from asyncai.telemetry.spans import DEFAULT_TRACING
 from asyncai.tools.mcp import stdio_patch
 from asyncai.tools.mcp.early_start import EarlyServers
 from asyncai.tools.mcp.environment import server_environment
-from asyncai.tools.mcp.oauth import SignIn, SignInMode, sign_in_failure
+from asyncai.tools.mcp.oauth import SIGN_IN_MODES, SignIn, SignInMode, sign_in_failure
 from asyncai.tools.mcp.results import call_output, tool_definition
 from asyncai.tools.mcp.server_requests import ServerRequests
-from asyncai.tools.mcp.specs import HttpServerSpec, ServerSpec, StdioServerSpec, unique_names
+from asyncai.tools.mcp.specs import HttpServerSpec, ServerSpec, StdioServerSpec, server_specs, unique_names
 from asyncai.tools.mcp.stderr_pump import StderrPump
 from asyncai.tools.routing import RoutedTools
 from asyncai.tools.types import (
@@ -62,6 +65,8 @@ DEFAULT_CONNECT_TIMEOUT = 60.0
 _SSE_READ_TIMEOUT = 24 * 3600.0  # an idle legacy SSE stream is normal; only the server ends it
 _RESOURCE_PROBE_TIMEOUT = 10.0
 _LISTEN_ATTEMPTS = 5
+_CANCEL_NOTICE_GRACE = 6.0
+"""How long a cancelled call waits for its ``notifications/cancelled`` write (the SDK bounds it at 5 s)."""
 _SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 """In a notice's ``_meta``: it came on a ``subscriptions/listen`` stream."""
 CLIENT_INFO = mt.Implementation(name="asyncai", version=__version__)
@@ -69,6 +74,46 @@ CLIENT_INFO = mt.Implementation(name="asyncai", version=__version__)
 stdio_patch.apply()
 
 _T = TypeVar("_T")
+
+
+_abandoned: set[asyncio.Task[Any]] = set()
+"""Cancelled requests still writing their cancel notice after the grace: kept until they end."""
+
+
+async def _cancelled_once(request: Coroutine[Any, Any, _T]) -> _T:
+    """Run one SDK request in a task of its own that is cancelled at most once, however often the
+    caller is.
+
+    On a cancel the SDK writes ``notifications/cancelled`` inside an anyio shield
+    (``mcp/shared/jsonrpc_dispatcher.py``, ``send_raw_request``'s caller-cancelled arm), but anyio
+    cannot shield a task from a second native ``Task.cancel()``: the notice is lost while it waits
+    its turn on the transport, and the server's call runs on. The engine cancels twice (its wall
+    clock, then ``settle``), and so can Ctrl-C or a shutdown after any first cancel."""
+    task = asyncio.get_running_loop().create_task(request)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        task.cancel()
+        await _outlast(task, _CANCEL_NOTICE_GRACE)
+        raise
+
+
+async def _outlast(task: asyncio.Task[Any], grace: float) -> None:
+    """Wait up to ``grace`` for a cancelled request to end; further cancels of the caller wait too."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace
+    while not task.done() and (left := deadline - loop.time()) > 0:
+        with contextlib.suppress(asyncio.CancelledError):  # the caller's cancel is re-raised after
+            await asyncio.wait({task}, timeout=left)
+    if not task.done():
+        _abandoned.add(task)
+    task.add_done_callback(_forget)
+
+
+def _forget(task: asyncio.Task[Any]) -> None:
+    _abandoned.discard(task)
+    if not task.cancelled():
+        task.exception()  # nobody awaits it any more: its failure is not an unretrieved error
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
@@ -440,7 +485,7 @@ class McpConnection(ToolSource):
         if client is None or self.dead_reason is not None:
             return ToolCallOutput.error(f"tool error: {self._not_running()}")
         try:
-            result = await client.call_tool(name, arguments, read_timeout_seconds=limit)
+            result = await _cancelled_once(client.call_tool(name, arguments, read_timeout_seconds=limit))
         except MCPError as exc:
             if exc.code == mt.REQUEST_TIMEOUT:
                 return ToolCallOutput.error(f"tool {name} timed out after {seconds(limit)}")
@@ -453,14 +498,14 @@ class McpConnection(ToolSource):
             return ToolCallOutput.error(f"tool error: {name} on server '{self.name}': {_describe(exc)}")
         return call_output(result)
 
-    async def _request(self, what: str, request: Callable[[Client], Awaitable[_T]]) -> _T:
+    async def _request(self, what: str, request: Callable[[Client], Coroutine[Any, Any, _T]]) -> _T:
         """Run ``request(client)`` within the tool timeout; every failure is a one-line ResourceError."""
         client = self._client
         if client is None or self.dead_reason is not None:
             raise ResourceError(f"cannot {what}: {self._not_running()}")
         try:
             async with asyncio.timeout(self.tool_timeout):
-                return await request(client)
+                return await _cancelled_once(request(client))
         except TimeoutError:
             raise ResourceError(
                 f"cannot {what}: server '{self.name}' gave no answer within {seconds(self.tool_timeout)}"
@@ -576,6 +621,28 @@ class ServerSummary:
     needs_sign_in: bool = False
 
 
+def _check_servers(
+    tool_timeout: object,
+    connect_timeout: object,
+    secrets: object,
+    sign_in: object,
+    state_home: object,
+    list_sign_in: object,
+    requests: object,
+) -> None:
+    """``McpServers``' settings besides its specs: each of the kind it accepts, else a one-line error."""
+    owner = "McpServers"
+    check_number(tool_timeout, owner, "tool_timeout")
+    check_number(connect_timeout, owner, "connect_timeout")
+    # One string would be taken letter by letter: every letter a "secret" kept from the servers.
+    if isinstance(secrets, str | bytes) or not isinstance(secrets, Iterable):
+        raise TypeError(refusal(owner, "secrets", "a list of strings", secrets))
+    check_choice(sign_in, SIGN_IN_MODES, owner, "sign_in")
+    check_instance(state_home, Path | None, owner, "state_home", "a pathlib.Path or None")
+    check_flag(list_sign_in, owner, "list_sign_in")
+    check_instance(requests, ServerRequests | None, owner, "requests", "an asyncai.ServerRequests or None")
+
+
 class McpServers(RoutedTools):
     """MCP servers as one tool source: each started, then routed (``RoutedTools``: the first server
     to declare a tool name wins it).
@@ -597,6 +664,8 @@ class McpServers(RoutedTools):
         list_sign_in: bool = False,
         requests: ServerRequests | None = None,
     ) -> None:
+        specs = server_specs(specs, "McpServers", "specs")
+        _check_servers(tool_timeout, connect_timeout, secrets, sign_in, state_home, list_sign_in, requests)
         super().__init__()
         self.requests = requests or ServerRequests()
         """How elicitation, sampling and roots requests from the servers are answered."""

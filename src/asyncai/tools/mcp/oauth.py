@@ -43,6 +43,7 @@ from asyncai.tools.mcp.specs import OAuthSettings
 SignInMode = Literal["browser", "print", "never"]
 """``browser``: open it (printing the URL when no browser opens); ``print``: print the URL only
 (``--no-browser``); ``never``: nobody can answer, so a server that needs sign-in is reported."""
+SIGN_IN_MODES: tuple[SignInMode, ...] = ("browser", "print", "never")
 
 SIGN_IN_TIMEOUT = 300.0
 """How long the loopback listener waits for the browser to come back."""
@@ -94,7 +95,11 @@ def token_path(url: str, home: Path | None = None) -> Path:
 class TokenFile:
     """The SDK's ``TokenStorage`` as one JSON file per server URL: tokens, when they expire, and the
     client the authorization server registered. A client registered for another redirect URI (an
-    earlier run's random port) is forgotten, so the flow registers again rather than fail."""
+    earlier run's random port) is forgotten, so the flow registers again rather than fail.
+
+    The file is written only with tokens: a client registered during a sign-in is kept in memory
+    until its tokens arrive, so a sign-in cut short leaves no file (it would later read as a sign-in
+    that expired, where there never was one)."""
 
     def __init__(
         self, url: str, path: Path, redirect_uri: str, configured: OAuthClientInformationFull | None
@@ -103,6 +108,8 @@ class TokenFile:
         self.path = path
         self.redirect_uri = redirect_uri
         self.configured = configured
+        self._registered: dict[str, Any] | None = None
+        """The client registered in this sign-in, saved with its tokens."""
 
     def _read(self) -> dict[str, Any]:
         try:
@@ -128,8 +135,15 @@ class TokenFile:
         except (KeyError, ValidationError):
             return None
 
+    @property
+    def signed_in(self) -> bool:
+        """Whether the file holds a sign-in's tokens (a file of an interrupted sign-in does not)."""
+        return isinstance(self._read().get("tokens"), dict)
+
     async def set_tokens(self, tokens: OAuthToken) -> None:
         data = self._read()
+        if self._registered is not None:
+            data["client"] = self._registered
         data["tokens"] = tokens.model_dump(mode="json", exclude_none=True)
         data["expires_at"] = time.time() + tokens.expires_in if tokens.expires_in is not None else None
         self._write(data)
@@ -144,7 +158,8 @@ class TokenFile:
         if self.configured is not None:
             return self.configured
         try:
-            client = OAuthClientInformationFull.model_validate(self._read()["client"])
+            stored = self._registered if self._registered is not None else self._read()["client"]
+            client = OAuthClientInformationFull.model_validate(stored)
         except (KeyError, ValidationError):
             return None
         registered = {str(uri) for uri in client.redirect_uris or ()}
@@ -153,9 +168,7 @@ class TokenFile:
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         if self.configured is not None:
             return  # the config file holds it
-        data = self._read()
-        data["client"] = client_info.model_dump(mode="json", exclude_none=True)
-        self._write(data)
+        self._registered = client_info.model_dump(mode="json", exclude_none=True)
 
     def forget(self) -> bool:
         """Delete the sign-in (``asyncai mcp logout``); whether there was one."""
@@ -281,7 +294,7 @@ class SignIn:
         """A sign-in in the browser finished in this run."""
 
     def _signed_in_before(self) -> bool:
-        return self.path.exists()
+        return TokenFile(self.url, self.path, "", None).signed_in
 
     def auth(self) -> httpx2.Auth | None:
         """What the HTTP client authenticates with, or ``None`` when there is nothing to do yet

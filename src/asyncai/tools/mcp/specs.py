@@ -9,11 +9,12 @@ import logging
 import os
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from asyncai.arguments import check_choice, check_instance, refusal, string_map, strings
 from asyncai.log import log_event
 from asyncai.wording import setting
 
@@ -33,11 +34,44 @@ _HTTP_TYPES: dict[str, HttpTransport] = {
 }
 
 
-class ConfigError(Exception):
+class ConfigError(ValueError):
     """A server configuration that cannot be used; the message is one line for the user."""
 
 
 _GRANT_TYPES = ("authorization_code", "client_credentials")
+_OAUTH_KEYS = {
+    "client_id": "clientId",
+    "client_secret": "clientSecret",
+    "client_metadata_url": "clientMetadataUrl",
+    "callback_port": "callbackPort",
+    "scope": "scope",
+    "grant_type": "grantType",
+}
+"""``OAuthSettings`` fields and the config-file keys they are read from."""
+
+
+def _config_key(field: str) -> str:
+    return f'"{_OAUTH_KEYS[field]}"'
+
+
+def _check_oauth(values: Mapping[str, Any], name: Callable[[str], str], short: Callable[[str], str]) -> None:
+    """The rules of an OAuth entry, whether written in a config file or passed to ``OAuthSettings``:
+    ``name`` says a field in full (leading a message), ``short`` inside one."""
+    for key in _OAUTH_KEYS.keys() - {"callback_port"}:
+        if values.get(key) is not None and not isinstance(values[key], str):
+            raise TypeError(f"{name(key)} must be a string")
+    port = values.get("callback_port")
+    if port is not None and (not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536):
+        raise ValueError(f"{name('callback_port')} must be a port number")
+    grant = values.get("grant_type")
+    if grant not in _GRANT_TYPES:
+        raise ValueError(f'{name("grant_type")} must be "authorization_code" or "client_credentials"')
+    if grant == "client_credentials" and not (values.get("client_id") and values.get("client_secret")):
+        needs = f"{short('client_id')} and {short('client_secret')}"
+        raise ValueError(f'{name("grant_type")}: "client_credentials" needs {needs}')
+    metadata_url = values.get("client_metadata_url")
+    if metadata_url is not None and not metadata_url.startswith("https://"):
+        raise ValueError(f"{name('client_metadata_url')} must be an https:// URL")
 
 
 @dataclass(frozen=True)
@@ -54,45 +88,28 @@ class OAuthSettings:
     scope: str | None = None
     grant_type: Literal["authorization_code", "client_credentials"] = "authorization_code"
 
+    def __post_init__(self) -> None:
+        _check_oauth(self.__dict__, lambda key: f"OAuthSettings: {key}", lambda key: key)
+
     @classmethod
     def from_entry(cls, value: Any, where: str) -> OAuthSettings:
         """Parse ``{"clientId", "clientSecret", "clientMetadataUrl", "callbackPort", "scope",
         "grantType"}``; ``ValueError`` with a one-line message naming ``where``."""
         if not isinstance(value, dict):
             raise ValueError(f'{where}: "oauth" must be an object')
-        known = {"clientId", "clientSecret", "clientMetadataUrl", "callbackPort", "scope", "grantType"}
+        known = set(_OAUTH_KEYS.values())
         unknown = sorted(set(value) - known)
         if unknown:
             raise ValueError(
                 f'{where}: unknown "oauth" key {unknown[0]!r} (known: {", ".join(sorted(known))})'
             )
-        strings = {key: value.get(key) for key in known - {"callbackPort"}}
-        for key, text in strings.items():
-            if text is not None and not isinstance(text, str):
-                raise ValueError(f'{where}: "oauth.{key}" must be a string')
-        port = value.get("callbackPort")
-        if port is not None and (not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536):
-            raise ValueError(f'{where}: "oauth.callbackPort" must be a port number')
-        grant = strings["grantType"] or "authorization_code"
-        if grant not in _GRANT_TYPES:
-            raise ValueError(
-                f'{where}: "oauth.grantType" must be "authorization_code" or "client_credentials"'
-            )
-        if grant == "client_credentials" and not (strings["clientId"] and strings["clientSecret"]):
-            raise ValueError(
-                f'{where}: "oauth.grantType": "client_credentials" needs "clientId" and "clientSecret"'
-            )
-        metadata_url = strings["clientMetadataUrl"]
-        if metadata_url is not None and not metadata_url.startswith("https://"):
-            raise ValueError(f'{where}: "oauth.clientMetadataUrl" must be an https:// URL')
-        return cls(
-            client_id=strings["clientId"],
-            client_secret=strings["clientSecret"],
-            client_metadata_url=metadata_url,
-            callback_port=port,
-            scope=strings["scope"],
-            grant_type="client_credentials" if grant == "client_credentials" else "authorization_code",
-        )
+        values: dict[str, Any] = {field: value.get(key) for field, key in _OAUTH_KEYS.items()}
+        values["grant_type"] = values["grant_type"] or "authorization_code"
+        try:
+            _check_oauth(values, lambda f: f'{where}: "oauth.{_OAUTH_KEYS[f]}"', _config_key)
+        except TypeError as exc:  # a config file has values, not types: every problem is a ValueError
+            raise ValueError(str(exc)) from None
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -101,6 +118,17 @@ class StdioServerSpec:
     command: str
     args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        owner = "StdioServerSpec"
+        check_instance(self.name, str, owner, "name", "a string")
+        program = "the program to run (a non-empty string)"
+        check_instance(self.command, str, owner, "command", program)
+        if not self.command:
+            raise ValueError(refusal(owner, "command", program, self.command))
+        # Frozen: the checked (and normalised) values go in the way the dataclass put them there.
+        object.__setattr__(self, "args", strings(self.args, owner, "args"))
+        object.__setattr__(self, "env", string_map(self.env, owner, "env"))
 
     @property
     def display(self) -> str:
@@ -117,12 +145,35 @@ class HttpServerSpec:
     oauth: OAuthSettings | None = None
     """A client registered beforehand (the config's ``"oauth"``); without it, sign-in registers one."""
 
+    def __post_init__(self) -> None:
+        owner = "HttpServerSpec"
+        check_instance(self.name, str, owner, "name", "a string")
+        check_instance(self.url, str, owner, "url", "an http:// or https:// URL")
+        object.__setattr__(self, "headers", string_map(self.headers, owner, "headers"))
+        check_choice(self.transport, ("streamable-http", "sse"), owner, "transport")
+        check_instance(self.oauth, OAuthSettings | None, owner, "oauth", "an asyncai.OAuthSettings or None")
+
     @property
     def display(self) -> str:
         return self.url if self.transport == "streamable-http" else f"{self.url} (sse)"
 
 
 ServerSpec = StdioServerSpec | HttpServerSpec
+
+
+def server_specs(value: object, owner: str, parameter: str) -> list[ServerSpec]:
+    """``value`` as a list of server specs; ``TypeError`` naming ``parameter`` when it is not one."""
+    accepts = "a list of server specs (asyncai.stdio_spec(...), asyncai.http_spec(...))"
+    if isinstance(value, StdioServerSpec | HttpServerSpec):
+        raise TypeError(refusal(owner, parameter, accepts, value, "put the one spec in a list"))
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise TypeError(refusal(owner, parameter, accepts, value))
+    specs = list(value)
+    for index, spec in enumerate(specs):
+        if not isinstance(spec, StdioServerSpec | HttpServerSpec):
+            hint = "make one with asyncai.stdio_spec or asyncai.http_spec" if isinstance(spec, str) else None
+            raise TypeError(refusal(owner, f"{parameter}[{index}]", "a server spec", spec, hint))
+    return specs
 
 
 def _name_from_command(argv: list[str]) -> str:
@@ -141,6 +192,8 @@ def stdio_spec(command_line: str, name: str | None = None) -> StdioServerSpec:
     without it the name comes from the command. ``env FOO=1 server`` is a plain command: its first
     token has no ``=``.
     """
+    check_instance(command_line, str, "stdio_spec", "command_line", "a command line (a str)")
+    check_instance(name, str | None, "stdio_spec", "name", "a string or None")
     try:
         argv = shlex.split(command_line)
     except ValueError as exc:
@@ -156,6 +209,8 @@ def stdio_spec(command_line: str, name: str | None = None) -> StdioServerSpec:
 
 def http_spec(url: str, name: str | None = None) -> HttpServerSpec:
     """``--mcp-http URL`` or ``--mcp-http NAME=URL`` -> a Streamable HTTP spec."""
+    check_instance(url, str, "http_spec", "url", "an http:// or https:// URL (a str)")
+    check_instance(name, str | None, "http_spec", "name", "a string or None")
     named = _NAMED.fullmatch(url.strip()) if name is None else None
     if named and named.group(2).strip():
         name, url = named.group(1), named.group(2).strip()
@@ -260,6 +315,7 @@ def specs_from_config(path: str | Path) -> list[ServerSpec]:
     Entries with ``"disabled": true`` are skipped; ``${VAR}`` and ``${VAR:-default}`` are expanded in
     ``command``, ``args``, ``env``, ``url`` and ``headers``; a UTF-8 byte order mark is accepted.
     """
+    check_instance(path, str | os.PathLike, "specs_from_config", "path", "a file path (str or Path)")
     source = Path(path)
     try:
         data = json.loads(source.read_text(encoding="utf-8-sig"))
