@@ -71,10 +71,16 @@ async def test_a_closed_code_mode_refuses_every_use_and_names_what_was_closed() 
             await _run(use)
             pytest.fail(f"{name} worked on a closed CodeMode")
 
-    # A scope made before the close starts no new worker pool: its next snippet says why it cannot run.
-    late = await own.call_tool("run_code", {"code": "1"})
-    assert late.is_error
-    assert "this CodeMode was closed" in late.content
+    # A scope made before the close starts no new worker pool: it raises as its code mode does.
+    lates: dict[str, Callable[[], object]] = {
+        "call_tool": lambda: own.call_tool("run_code", {"code": "1"}),
+        "run_pausing": lambda: own.run_pausing({"code": "1"}),
+        "eager": own.eager,
+    }
+    for name, late in lates.items():
+        with pytest.raises(RuntimeError, match=CODE_MODE_CLOSED):
+            await _run(late)
+            pytest.fail(f"a scope's {name} worked after its CodeMode closed")
     await code_mode.aclose()  # closing twice is harmless
 
 
@@ -247,6 +253,42 @@ BAD_ARGUMENTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         TypeError,
         "specs_from_config: path must be a file path",
     ),
+    (
+        "a sandbox of a kind that does not exist",
+        lambda: asyncai.SandboxConfig(kind="docker"),  # type: ignore[arg-type]
+        ValueError,
+        "SandboxConfig: kind must be one of 'auto', 'pool', 'remote', 'in-process', not str 'docker'",
+    ),
+    (
+        "no workers",
+        lambda: asyncai.SandboxConfig(max_workers=0),
+        ValueError,
+        "SandboxConfig: max_workers must be a positive integer, not int 0",
+    ),
+    (
+        "a directory store without a directory",
+        lambda: asyncai.DirectoryStore(None),  # type: ignore[arg-type]
+        TypeError,
+        "DirectoryStore: root must be a directory (a pathlib.Path or str), not None",
+    ),
+    (
+        "a Redis store that never expires",
+        lambda: asyncai.RedisStore("redis://127.0.0.1:1/0", ttl=0),
+        ValueError,
+        "RedisStore: ttl must be a positive number, not int 0",
+    ),
+    (
+        "elicitation maybe",
+        lambda: asyncai.ServerRequests(elicitation="maybe"),  # type: ignore[arg-type]
+        ValueError,
+        "ServerRequests: elicitation must be one of 'ask', 'accept-defaults', 'decline', not str 'maybe'",
+    ),
+    (
+        "one directory as the roots",
+        lambda: asyncai.ServerRequests(roots="/data"),  # type: ignore[arg-type]
+        TypeError,
+        "ServerRequests: roots must be a list of directories (pathlib.Path or str), not str '/data'",
+    ),
 ]
 
 
@@ -286,6 +328,19 @@ def test_good_arguments_are_taken_as_given() -> None:
     assert asyncai.stdio_spec("time=mcp-server-time").name == "time"
     assert CodeModeLimits(code_timeout=1, max_memory=2**20).code_timeout == 1
     assert issubclass(asyncai.ConfigError, ValueError)  # a bad command line is a ValueError too
+    assert asyncai.DirectoryStore("/tmp/scopes").root == Path("/tmp/scopes")
+    assert asyncai.ServerRequests(roots=["/data"]).roots == (Path("/data"),)
+
+
+@pytest.mark.anyio
+async def test_roots_cannot_be_changed_on_servers_that_were_offered_none() -> None:
+    async with asyncai.McpServers([]) as servers:
+        with pytest.raises(RuntimeError, match="no roots were offered when the servers started"):
+            await servers.set_roots(["/data"])
+    offered = asyncai.ServerRequests(roots=["/data"])
+    async with asyncai.McpServers([], requests=offered) as servers:
+        await servers.set_roots(["/other"])
+    assert offered.roots == (Path("/other"),)
 
 
 # The log ----------------------------------------------------------------------------------------

@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any, Literal
-
-import pydantic_monty as pm
+from typing import TYPE_CHECKING, Any
 
 from asyncai.activity import QUIET, Activity
 from asyncai.approvals.gate import Approver, MutationPolicy, check_policy
@@ -19,7 +17,7 @@ from asyncai.code_mode.catalog.search import ToolFinder
 from asyncai.code_mode.engine.repl import ReplScope, ScopeSetup
 from asyncai.code_mode.limits import CodeModeLimits
 from asyncai.code_mode.sandbox.config import SandboxConfig
-from asyncai.code_mode.sandbox.sandboxes import Sandbox, open_sandbox
+from asyncai.code_mode.sandbox.sandboxes import open_sandbox
 from asyncai.code_mode.sandbox.workers import WorkerRoom
 from asyncai.code_mode.scopes import ReplScopes
 from asyncai.state.stores import StateStore
@@ -189,8 +187,7 @@ class CodeMode(ToolSource):
         if self._closed:
             return
         self._closed = True
-        # A scope made earlier (new_scope, a held use.scope) gets this error, not a new pool.
-        self._setup.sandbox = _ClosedSandbox(self.sandbox)
+        self._setup.closed = CLOSED  # a scope made earlier (new_scope, a held use.scope) raises too
         await self.scopes.aclose()
         await asyncio.gather(*(scope.aclose() for scope in [*self._setup.room.holders]))
         await self.sandbox.aclose()
@@ -222,28 +219,3 @@ def _check_settings(
     if tracer_provider is not None:
         providers = "an opentelemetry TracerProvider or None"
         check_method(tracer_provider, "get_tracer", owner, "tracer_provider", providers)
-
-
-class _ClosedSandbox:
-    """The sandbox of a closed ``CodeMode``: every checkout fails with ``CLOSED``."""
-
-    def __init__(self, closed: Sandbox) -> None:
-        self.config = closed.config
-        self.limits = closed.limits
-        self._kind = closed.kind
-
-    @property
-    def kind(self) -> Literal["pool", "remote"]:
-        return self._kind
-
-    async def checkout(self, type_check_stubs: str | None = None) -> pm.AsyncMontySession:
-        raise RuntimeError(CLOSED)
-
-    def holds(self, session: pm.AsyncMontySession) -> bool:
-        return False
-
-    def exit_watch(self, session: pm.AsyncMontySession) -> int | None:
-        return None
-
-    async def aclose(self) -> None:
-        pass

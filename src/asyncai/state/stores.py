@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
+from asyncai.arguments import check_instance, check_number
 from asyncai.humanize import one_line
 from asyncai.wording import setting
 
@@ -177,8 +178,11 @@ class DirectoryStore:
     """One file per session (the envelope, then its stamp); files not saved for ``ttl``
     seconds (and temporary files a killed process left) are removed when the store is opened."""
 
-    def __init__(self, root: Path, ttl: float | None = None) -> None:
-        self.root = root
+    def __init__(self, root: Path | str, ttl: float | None = None) -> None:
+        check_instance(root, Path | str, "DirectoryStore", "root", "a directory (a pathlib.Path or str)")
+        if ttl is not None:
+            check_number(ttl, "DirectoryStore", "ttl")
+        self.root = Path(root)
         self.ttl = ttl
 
     async def check(self) -> None:
@@ -266,6 +270,9 @@ class RedisStore:
     PREFIX = "asyncai:repl:"
 
     def __init__(self, url: str, ttl: float, timeout: float = 5.0) -> None:
+        check_instance(url, str, "RedisStore", "url", "a redis:// URL (a str)")
+        check_number(ttl, "RedisStore", "ttl")
+        check_number(timeout, "RedisStore", "timeout")
         import redis.asyncio as aioredis  # only when Redis is configured
 
         self.url = url

@@ -142,6 +142,12 @@ class ScopeSetup:
     """Launch read-only calls with literal arguments as soon as their line streamed (``speculation``)."""
     speculate_tools: frozenset[str] = frozenset()
     """Tools that speculate though they do not declare ``readOnlyHint``."""
+    closed: str | None = None
+    """Why no snippet may run any more (the code mode closed); a scope made before says so."""
+
+    def check_open(self) -> None:
+        if self.closed is not None:
+            raise RuntimeError(self.closed)
 
     def speculates(self, entry: CatalogEntry) -> bool:
         tool = entry.tool
@@ -291,6 +297,7 @@ class ReplScope(ToolSource):
     ) -> ToolCallOutput:
         """Run one snippet; ``approver`` is asked about mutating calls under ``--mutations ask``;
         ``activity`` is told of this snippet's nested calls (besides the executor's own display)."""
+        self.setup.check_open()
         if name != RUN_CODE:
             return ToolCallOutput.error(f"error: unknown tool {name!r}; the only tool is run_code")
         result = await self._snippet(arguments, approver, activity, pausing=False)
@@ -304,11 +311,13 @@ class ReplScope(ToolSource):
         pauses the snippet instead of waiting: the ``PausedSnippet`` then goes on in ``resume``.
         Until then the paused snippet is the REPL's state (parked, saved like any other); a new
         snippet first finishes it as if the person had declined (``_finish_abandoned``)."""
+        self.setup.check_open()
         return await self._snippet(arguments, None, activity, pausing=True)
 
     def eager(self, *, approver: Approver | None = None, activity: Activity | None = None) -> EagerSnippet:
         """A snippet run while it is still being written (``engine.eager``): give it the code so far
         with ``update``, then ``finish`` it with the call's arguments, or ``abandon`` it."""
+        self.setup.check_open()
         return EagerSnippet(self, approver, activity)
 
     def _noted(self, result: RunCodeText, arguments: Mapping[str, Any]) -> str:
@@ -362,6 +371,7 @@ class ReplScope(ToolSource):
     ) -> ToolCallOutput | PausedSnippet:
         """Go on with a paused snippet of this REPL: each held call runs if ``approvals`` allows it,
         else raises ``PermissionError`` where it was called; the rest runs as ``run_pausing``."""
+        self.setup.check_open()
         self.setup.room.touch(self)
         self._changed = True
         try:

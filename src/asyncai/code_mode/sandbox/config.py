@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from asyncai.arguments import check_choice, check_flag, check_instance, check_number
 from asyncai.wording import setting
 
 SandboxKind = Literal["auto", "pool", "remote", "in-process"]
@@ -24,6 +25,15 @@ class SandboxConfig:
     checkout_timeout: float = 30.0
     type_check: bool = True
     """Check each snippet against the catalog's stubs before it runs (``--no-type-check``)."""
+
+    def __post_init__(self) -> None:
+        check_choice(self.kind, SANDBOX_KINDS, "SandboxConfig", "kind")
+        check_instance(
+            self.monty_url, str | None, "SandboxConfig", "monty_url", "a ws:// URL (a str) or None"
+        )
+        check_number(self.max_workers, "SandboxConfig", "max_workers", integer=True)
+        check_number(self.checkout_timeout, "SandboxConfig", "checkout_timeout")
+        check_flag(self.type_check, "SandboxConfig", "type_check")
 
     def resolved_kind(self) -> Literal["pool", "remote"]:
         if self.kind == "in-process":

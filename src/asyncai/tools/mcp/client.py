@@ -681,6 +681,8 @@ class McpServers(RoutedTools):
         self.failed: dict[str, str] = {}
         """Server name -> the one-line reason it did not start."""
         self.connect_timeout = connect_timeout
+        self._offers_roots = bool(self.requests.roots)
+        """Whether the servers are told of a roots capability (only when roots were given)."""
 
     async def __aenter__(self) -> McpServers:
         await self.connect()
@@ -733,6 +735,12 @@ class McpServers(RoutedTools):
     async def set_roots(self, directories: Iterable[str | Path]) -> None:
         """Offer other directories as roots; servers of the 2025 era are told the list changed (those
         of 2026-07-28 ask for it with each request that needs it)."""
+        if not self._offers_roots:  # the capability is declared at start: no server would ever ask
+            raise RuntimeError(
+                "McpServers: no roots were offered when the servers started, so they keep the "
+                "directories of their own command lines; pass ServerRequests(roots=[...]) to offer "
+                "roots and change them later"
+            )
         self.requests.roots = tuple(Path(d) for d in directories)
         for connection in self.connections:
             await connection.roots_changed()

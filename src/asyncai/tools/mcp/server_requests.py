@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +21,11 @@ from typing import Any
 import mcp.types as mt
 from mcp.client import ClientRequestContext
 
+from asyncai.arguments import check_choice, check_method, refusal
 from asyncai.log import log_event
 from asyncai.tools.mcp.asking import (
+    ELICITATION_POLICIES,
+    SAMPLING_POLICIES,
     ElicitationPolicy,
     FormAnswer,
     Person,
@@ -78,6 +81,19 @@ class ServerRequests:
     budget: SamplingBudget = field(default_factory=SamplingBudget)
     waiting: Callable[[], AbstractAsyncContextManager[None]] = _no_pause
     """Entered while the person answers (code mode pauses its snippets' wall clocks)."""
+
+    def __post_init__(self) -> None:
+        owner = "ServerRequests"
+        check_choice(self.elicitation, ELICITATION_POLICIES, owner, "elicitation")
+        check_choice(self.sampling, SAMPLING_POLICIES, owner, "sampling")
+        if self.person is not None:
+            check_method(self.person, "fill_form", owner, "person", "an asyncai.Person or None")
+        if self.sampler is not None:
+            check_method(self.sampler, "sample", owner, "sampler", "an asyncai.Sampler or None")
+        directories = "a list of directories (pathlib.Path or str)"
+        if isinstance(self.roots, str | Path) or not isinstance(self.roots, Iterable):
+            raise TypeError(refusal(owner, "roots", directories, self.roots))
+        self.roots = tuple(Path(root) for root in self.roots)
 
     def client_callbacks(self, server: str) -> dict[str, Any]:
         """The SDK ``Client`` keyword arguments that declare and answer these capabilities."""
