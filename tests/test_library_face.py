@@ -285,7 +285,7 @@ BAD_ARGUMENTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ),
     (
         "one directory as the roots",
-        lambda: asyncai.ServerRequests(roots="/data"),  # type: ignore[arg-type]
+        lambda: asyncai.ServerRequests(roots="/data"),
         TypeError,
         "ServerRequests: roots must be a list of directories (pathlib.Path or str), not str '/data'",
     ),

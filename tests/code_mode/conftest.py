@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import TextContent
 
 from asyncai.code_mode import CodeMode, CodeModeLimits
 from asyncai.code_mode.engine.repl import ReplScope
@@ -32,11 +33,11 @@ async def wait(seconds: float, tag: str = "") -> dict[str, Any]:
 
 
 @tool(read_only=True)
-def blob(size: int) -> Any:
-    """About ``size`` bytes of JSON text, as an MCP server answers."""
+def blob(size: int) -> TextContent:
+    """About ``size`` bytes of JSON text in a text block, as an MCP server answers."""
     count = max(1, size // 100)
     items = [{"metadata": {"name": f"cm-{i}"}, "n": i, "pad": "x" * 58} for i in range(count)]
-    return json.dumps({"items": items})
+    return TextContent(type="text", text=json.dumps({"items": items}))
 
 
 @tool(read_only=True)

@@ -4,13 +4,17 @@ and the event loop kept free while a sync function runs."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import threading
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
+from mcp.server.mcpserver.utilities.types import Image
+from mcp.types import TextContent
 
 from asyncai import FunctionTools, tool
+from asyncai.code_mode.engine.crossing import wrapped_result_key
 from asyncai.tools.functions import docstring_parts
 
 pytestmark = pytest.mark.anyio
@@ -124,3 +128,133 @@ def test_add_overrides_marks_and_refuses_a_second_function_of_one_name() -> None
 def test_a_signature_that_cannot_be_a_tool_says_why() -> None:
     with pytest.raises(ValueError, match="cannot be a tool"):
         FunctionTools([lambda x: x])
+
+
+def spread(*names: str) -> int:
+    """Count names."""
+    return len(names)
+
+
+def flags(path: str, **options: bool) -> str:
+    """Open a path."""
+    return path
+
+
+def positional(a: int, /) -> int:
+    """Return a."""
+    return a
+
+
+@pytest.mark.parametrize(
+    ("function", "message"),
+    [
+        (spread, r"function 'spread' cannot be a tool: its parameter \*names: .* takes no \*args"),
+        (flags, r"function 'flags' cannot be a tool: its parameter \*\*options: .* takes no \*\*kwargs"),
+        (positional, r"function 'positional' cannot be a tool: its parameter a is positional-only"),
+    ],
+)
+def test_a_function_whose_arguments_cannot_be_named_is_refused_when_added(
+    function: Any, message: str
+) -> None:
+    with pytest.raises(TypeError, match=message):
+        FunctionTools([function])
+    with pytest.raises(TypeError, match=message):
+        FunctionTools().add(function, read_only=True)  # through the marked copy too
+    with pytest.raises(TypeError, match=message.replace(f"'{function.__name__}'", "'renamed'")):
+        FunctionTools().add(function, name="renamed")
+
+
+async def test_an_unannotated_parameter_is_any() -> None:
+    def lookup(key, default=None, *, limit: int = 3):  # unannotated parameters are what is tested
+        """Find key."""
+        return [key, default, limit]
+
+    functions = FunctionTools([lookup])
+    [definition] = functions.tools()
+    properties = definition.input_schema["properties"]
+    assert properties["key"] == {"title": "key"}, "no type: Any, not a string"
+    assert properties["default"] == {"title": "default", "default": None}
+    assert properties["limit"]["type"] == "integer"
+    out = await functions.call_tool("lookup", {"key": {"a": [1]}, "default": 2})
+    assert out.structured == {"result": [{"a": [1]}, 2, 3]}
+
+
+def untyped_value(text: str):  # the missing annotation is what is tested
+    return json.loads(text)
+
+
+def bare_list(text: str) -> list:  # type: ignore[type-arg]  # the bare annotation is tested
+    return list(json.loads(text))
+
+
+def any_value(text: str) -> Any:
+    return json.loads(text)
+
+
+@pytest.mark.parametrize("function", [untyped_value, bare_list, any_value])
+@pytest.mark.parametrize("value", [[[1, 2], 2], ["only"], [], [None], ["a", {"b": None}]])
+async def test_a_value_the_sdk_sends_as_text_blocks_is_also_structured(function: Any, value: Any) -> None:
+    functions = FunctionTools([function])
+    [definition] = functions.tools()
+    name = function.__name__
+    assert definition.output_schema == {
+        "properties": {"result": {"title": "Result"}},
+        "required": ["result"],
+        "title": f"{name}Output",
+        "type": "object",
+    }
+    out = await functions.call_tool(name, {"text": json.dumps(value)})
+    assert (out.is_error, out.structured) == (False, {"result": value})
+
+
+async def test_a_value_that_is_not_json_is_sent_as_its_text_says() -> None:
+    class Thing:
+        def __str__(self) -> str:
+            return "a thing"
+
+    def things():  # the missing annotation is what is tested
+        return {"when": datetime.date(2024, 1, 2), "tags": ("a", "b"), "thing": Thing()}
+
+    out = await FunctionTools([things]).call_tool("things", {})
+    assert out.structured == {"result": {"when": "2024-01-02", "tags": ["a", "b"], "thing": "a thing"}}
+    assert json.loads(out.content) == out.structured["result"]
+
+
+async def test_content_blocks_stay_blocks() -> None:
+    def block() -> TextContent:
+        return TextContent(type="text", text='["only"]')
+
+    def picture():  # unannotated: the value decides
+        return [Image(data=b"png", format="png"), "caption"]
+
+    def maybe_blocks() -> list[TextContent] | None:
+        return [TextContent(type="text", text="a"), TextContent(type="text", text="b")]
+
+    functions = FunctionTools([block, picture, maybe_blocks])
+    definitions = {d.name: d for d in functions.tools()}
+    assert definitions["block"].output_schema is None
+    assert definitions["maybe_blocks"].output_schema is None
+    out = await functions.call_tool("block", {})
+    assert (out.structured, out.blocks) == (None, ['["only"]'])
+    pictured = await functions.call_tool("picture", {})
+    assert pictured.structured is None and pictured.blocks is not None
+    assert [type(b).__name__ for b in pictured.blocks] == ["dict", "str"] and pictured.blocks[1] == "caption"
+    assert (await functions.call_tool("maybe_blocks", {})).blocks == ["a", "b"]
+
+
+class LookupOutput(TypedDict):
+    result: int
+
+
+def lookup_output() -> LookupOutput:
+    return {"result": 7}
+
+
+async def test_an_object_shaped_like_the_wrapper_says_it_is_the_value() -> None:
+    functions = FunctionTools([lookup_output, add])
+    definitions = {d.name: d for d in functions.tools()}
+    schema = definitions["lookup_output"].output_schema
+    assert schema is not None and schema["x-fastmcp-wrap-result"] is False
+    assert wrapped_result_key(schema) is None, "code mode gives the whole object"
+    assert wrapped_result_key(definitions["add"].output_schema) == "result", "a real wrapper is unwrapped"
+    assert (await functions.call_tool("lookup_output", {})).structured == {"result": 7}

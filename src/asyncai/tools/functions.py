@@ -3,23 +3,33 @@
 The ``mcp`` SDK's own ``Tool.from_function`` reads the signature (pydantic models of the arguments
 and of the return value, wrapped as ``{"result": ...}`` when it is not an object), validates the
 arguments, runs a sync function on a worker thread and converts what it returns into an MCP result.
-So a function's result reaches a snippet through exactly the conversion an MCP server's does.
+
+What a function returns always reaches a snippet as structured content, so the value arrives
+unchanged. The SDK gives structured content only for return annotations it can model; for the
+others (none, ``Any``, a bare ``list`` or ``dict``) it falls back to one text block per list item,
+which turns ``[[1, 2], 2]`` into ``[1, 2, 2]`` and ``["only"]`` into ``"only"``. Those functions
+are wrapped here as ``{"result": ...}`` the way the SDK wraps a ``list[int]``. Only content blocks
+(``TextContent``, ``Image``, a ``CallToolResult``, ...) stay blocks: they are what a tool says to
+the model. A function must take named arguments: ``*args``, ``**kwargs`` and positional-only
+parameters are refused when it is added, and an unannotated parameter is ``Any``.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, get_args, overload
 
 from asyncai.log import log_event
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver.tools.base import Tool
+    from mcp.types import CallToolResult, InputRequiredResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 FUNCTIONS_SERVER = "functions"
@@ -28,6 +38,14 @@ _SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params)\s*:\s*$")
 _SECTION_END = re.compile(r"^\s*(Returns|Return|Raises|Yields|Examples?|Notes?)\s*:\s*$")
 _ARGUMENT = re.compile(r"^\s+(\*{0,2}\w+)(?:\s*\([^)]*\))?\s*:\s*(.*)$")
 _SPHINX_ARGUMENT = re.compile(r"^\s*:param\s+(?:\S+\s+)?(\w+)\s*:\s*(.*)$")
+_WRAP_KEY = "result"
+# FastMCP's marker; code mode reads an explicit ``False`` as "this object is the value itself".
+_WRAP_MARKER = "x-fastmcp-wrap-result"
+_NOT_NAMED = {
+    inspect.Parameter.VAR_POSITIONAL: "*{}: a tool's arguments are named, so it takes no *args",
+    inspect.Parameter.VAR_KEYWORD: "**{}: a tool's schema lists its arguments, so it takes no **kwargs",
+    inspect.Parameter.POSITIONAL_ONLY: "{} is positional-only: a tool's arguments are passed by name",
+}
 
 
 @dataclass(frozen=True)
@@ -127,37 +145,141 @@ def _with_argument_descriptions(schema: dict[str, Any], descriptions: dict[str, 
     return schema
 
 
+def _untyped_as_any(schema: dict[str, Any], untyped: Iterable[str]) -> dict[str, Any]:
+    """The schema with each unannotated parameter as ``Any``: the SDK validates it as ``Any`` but
+    shows it as a string."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return schema
+    properties = dict(properties)
+    for name in untyped:
+        field = properties.get(name)
+        if isinstance(field, dict):
+            properties[name] = {key: value for key, value in field.items() if key != "type"}
+    return {**schema, "properties": properties}
+
+
+def _signature(function: Callable[..., Any], name: str) -> inspect.Signature | None:
+    """The signature (annotations evaluated, as the SDK reads them), after refusing parameters a
+    tool call cannot fill (``TypeError``); ``None`` when it cannot be read."""
+    try:
+        signature = inspect.signature(function, eval_str=True)
+    except (TypeError, ValueError):
+        return None  # not introspectable: the SDK says why it cannot read it
+    except Exception:  # an annotation that does not evaluate: the SDK refuses it, saying why
+        signature = inspect.signature(function)
+    for parameter in signature.parameters.values():
+        if parameter.kind in _NOT_NAMED:
+            reason = _NOT_NAMED[parameter.kind].format(parameter.name)
+            raise TypeError(f"function {name!r} cannot be a tool: its parameter {reason}")
+    return signature
+
+
+@functools.cache
+def _content_types() -> tuple[type, ...]:
+    """What a function returns to speak to the model in MCP content rather than give a value."""
+    import mcp.types as mt
+    from mcp.server.mcpserver.utilities.types import Audio, Image
+
+    return (
+        mt.TextContent,
+        mt.ImageContent,
+        mt.AudioContent,
+        mt.EmbeddedResource,
+        mt.ResourceLink,
+        mt.CallToolResult,
+        mt.InputRequiredResult,
+        Image,
+        Audio,
+    )
+
+
+def _names_content(annotation: Any) -> bool:
+    """Whether a return annotation names a content type anywhere (``list[Image]``, ``X | None``)."""
+    if isinstance(annotation, type) and issubclass(annotation, _content_types()):
+        return True
+    return any(_names_content(argument) for argument in get_args(annotation))
+
+
+def _is_content(value: Any) -> bool:
+    if isinstance(value, _content_types()):
+        return True
+    return isinstance(value, list | tuple) and any(_is_content(item) for item in value)
+
+
+def _value_schema(function: Callable[..., Any]) -> dict[str, Any]:
+    """``{"result": Any}`` under the SDK's wrapper title, which code mode unwraps. ``Any`` even for
+    a bare ``list``: the SDK never checked such a value against its annotation, and a client that
+    checks it against the schema must not refuse what was always sent."""
+    return {
+        "properties": {_WRAP_KEY: {"title": "Result"}},
+        "required": [_WRAP_KEY],
+        "title": f"{getattr(function, '__name__', 'function')}Output",
+        "type": "object",
+    }
+
+
 @dataclass(frozen=True)
 class _FunctionTool:
     definition: ToolDefinition
     sdk_tool: Tool
+    wraps: bool = False
+    """The SDK would send the value as text blocks, so it is sent as ``{"result": ...}`` too."""
+
+    def convert(self, value: Any) -> CallToolResult | InputRequiredResult:
+        """What the function returned as an MCP result, its value kept whole."""
+        from mcp.types import CallToolResult
+        from pydantic_core import to_jsonable_python
+
+        result = self.sdk_tool.fn_metadata.convert_result(value)  # content blocks for the model
+        if not self.wraps or not isinstance(result, CallToolResult) or _is_content(value):
+            return result
+        structured = {_WRAP_KEY: to_jsonable_python(value, fallback=str)}  # as the SDK's text has it
+        return result.model_copy(update={"structured_content": structured})
 
 
 def function_tool(function: Callable[..., Any], server: str = FUNCTIONS_SERVER) -> _FunctionTool:
-    """The tool a function becomes (``ValueError`` when its signature cannot be a tool's)."""
+    """The tool a function becomes (``ValueError`` when its signature cannot be a tool's,
+    ``TypeError`` when it takes ``*args``, ``**kwargs`` or positional-only parameters)."""
     from mcp.server.mcpserver.tools.base import Tool  # the SDK's server half: only when used
 
     options: ToolOptions = getattr(function, _MARK, None) or ToolOptions()
+    name = str(options.name or getattr(function, "__name__", repr(function)))
+    signature = _signature(function, name)
     description, arguments = docstring_parts(options.description or inspect.getdoc(function) or "")
     try:
         sdk_tool = Tool.from_function(function, name=options.name, description=description)
     except Exception as exc:
-        name = options.name or getattr(function, "__name__", repr(function))
         raise ValueError(f"function {name!r} cannot be a tool: {exc}") from None
     if sdk_tool.context_kwarg is not None or sdk_tool.resolved_params:
         raise ValueError(f"function {sdk_tool.name!r} cannot be a tool: it takes an MCP server context")
+    untyped = (
+        []
+        if signature is None
+        else [p.name for p in signature.parameters.values() if p.annotation is inspect.Parameter.empty]
+    )
+    input_schema = _untyped_as_any(dict(sdk_tool.parameters), untyped)
+    metadata = sdk_tool.fn_metadata
+    returns = Any if signature is None else signature.return_annotation
+    wraps = metadata.output_schema is None and not _names_content(returns)
+    output_schema = _value_schema(function) if wraps else sdk_tool.output_schema
+    if output_schema is not None and not metadata.wrap_output and not wraps:
+        properties = output_schema.get("properties")
+        if isinstance(properties, dict) and list(properties) == [_WRAP_KEY]:
+            # A TypedDict or model that looks like the wrapper (``{"result": ...}``) is the value.
+            output_schema = {**output_schema, _WRAP_MARKER: False}
     read_only = options.read_only
     destructive = not read_only if options.destructive is None else options.destructive and not read_only
     definition = ToolDefinition(
         name=sdk_tool.name,
         description=sdk_tool.description,
-        input_schema=_with_argument_descriptions(dict(sdk_tool.parameters), arguments),
-        output_schema=sdk_tool.output_schema,
+        input_schema=_with_argument_descriptions(input_schema, arguments),
+        output_schema=output_schema,
         read_only=read_only,
         destructive=destructive,
         server=server,
     )
-    return _FunctionTool(definition, sdk_tool)
+    return _FunctionTool(definition, sdk_tool, wraps)
 
 
 class FunctionTools(ToolSource):
@@ -204,7 +326,7 @@ class FunctionTools(ToolSource):
         try:
             validated = metadata.validate_arguments(arguments)
             value = await metadata.call_fn(made.sdk_tool.fn, made.sdk_tool.is_async, validated)
-            result = metadata.convert_result(value)
+            result = made.convert(value)
         except (ToolError, ValueError) as exc:  # a pydantic ValidationError is a ValueError
             return ToolCallOutput.error(f"Error executing tool {name}: {exc}")
         except Exception as exc:
@@ -219,8 +341,6 @@ class FunctionTools(ToolSource):
 
 def _marked_copy(function: Callable[..., Any], options: ToolOptions) -> Callable[..., Any]:
     """``function`` with other options, leaving the original's marks alone."""
-    import functools
-
     if inspect.iscoroutinefunction(function):
 
         @functools.wraps(function)

@@ -7,6 +7,7 @@ The value:
    from the same output schema. A tool whose output schema says it wraps its result in
    ``{"result": ...}`` (FastMCP's ``x-fastmcp-wrap-result``, the ``mcp`` SDK's ``<name>Output``
    model for primitive and list returns) gives the unwrapped value, and its stub shows that type.
+   An explicit ``x-fastmcp-wrap-result: false`` (function tools) says the object is the value.
 2. Otherwise the content blocks decide: none is ``None``; one text block is its parsed JSON when it
    parses, else the ``str``; a non-text block is a dict (see ``ToolCallOutput.blocks``); several
    blocks are a list of those values.
@@ -103,8 +104,9 @@ def wrapped_result_key(output_schema: dict[str, Any] | None) -> str | None:
     """``"result"`` when the tool wraps its value in ``{"result": ...}``, else ``None``."""
     if not isinstance(output_schema, dict):
         return None
-    if output_schema.get(FASTMCP_WRAP_MARKER) is True:
-        return WRAP_KEY
+    marker = output_schema.get(FASTMCP_WRAP_MARKER)
+    if isinstance(marker, bool):  # explicit either way: function tools say False for a lookalike object
+        return WRAP_KEY if marker else None
     properties = output_schema.get("properties")
     title = output_schema.get("title")
     sdk_wrapper = (

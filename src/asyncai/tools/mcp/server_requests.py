@@ -77,7 +77,8 @@ class ServerRequests:
     sampling: SamplingPolicy = "deny"
     person: Person | None = None
     sampler: Sampler | None = None
-    roots: tuple[Path, ...] = ()
+    roots: Sequence[str | Path] = ()
+    """The directories offered (kept as a tuple of paths)."""
     budget: SamplingBudget = field(default_factory=SamplingBudget)
     waiting: Callable[[], AbstractAsyncContextManager[None]] = _no_pause
     """Entered while the person answers (code mode pauses its snippets' wall clocks)."""
