@@ -254,6 +254,18 @@ BAD_ARGUMENTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         "specs_from_config: path must be a file path",
     ),
     (
+        "one function where a list of them goes",
+        lambda: FunctionTools(add),  # type: ignore[arg-type]
+        TypeError,
+        "FunctionTools: functions must be a list of functions, not a function",
+    ),
+    (
+        "a name among the functions",
+        lambda: FunctionTools(["add"]),  # type: ignore[list-item]
+        TypeError,
+        "FunctionTools: each function must be a function, not str 'add'",
+    ),
+    (
         "a sandbox of a kind that does not exist",
         lambda: asyncai.SandboxConfig(kind="docker"),  # type: ignore[arg-type]
         ValueError,

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, get_args, overload
 
+from asyncai.arguments import check_instance, refusal
 from asyncai.log import log_event
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 
@@ -292,6 +293,9 @@ class FunctionTools(ToolSource):
     def __init__(
         self, functions: Iterable[Callable[..., Any]] = (), *, server: str = FUNCTIONS_SERVER
     ) -> None:
+        check_instance(server, str, "FunctionTools", "server", "a name (a str)")
+        if callable(functions) or not isinstance(functions, Iterable):
+            raise TypeError(refusal("FunctionTools", "functions", "a list of functions", functions))
         self.server = server
         self._tools: dict[str, _FunctionTool] = {}
         for function in functions:
@@ -299,6 +303,8 @@ class FunctionTools(ToolSource):
 
     def add(self, function: Callable[..., Any], **options: Any) -> None:
         """Offer ``function``; ``options`` are ``tool()``'s and override its ``@tool`` marks."""
+        if not callable(function):
+            raise TypeError(refusal("FunctionTools", "each function", "a function", function))
         if options:
             marked: ToolOptions = getattr(function, _MARK, None) or ToolOptions()
             merged = {**marked.__dict__, **options}
