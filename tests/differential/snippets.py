@@ -112,7 +112,8 @@ def tool_call(draw: st.DrawFn, env: Env) -> str:
 def statement(draw: st.DrawFn, env: Env) -> str:
     """One top-level statement (possibly spanning lines); ``env`` learns what it binds."""
     kinds = ["assign_int", "assign_list", "assign_dict", "assign_set", "assign_str", "tool", "print",
-             "for", "while", "try", "def", "if", "comment", "mutate", "augment", "item", "record", "fail"]  # fmt: skip
+             "for", "while", "try", "def", "if", "comment", "mutate", "augment", "item", "record", "fail",
+             "while_break", "try_else", "comprehension", "closure", "strings", "gather_errors"]  # fmt: skip
     kind = draw(st.sampled_from(kinds))
     lists, dicts, sets, ints = env.of("list"), env.of("dict"), env.of("set"), env.of("int")
     if kind == "assign_int":
@@ -205,6 +206,48 @@ def statement(draw: st.DrawFn, env: Env) -> str:
     if kind == "record":
         env.kinds["r"] = "any"
         return f"r = await record(text={literal(draw(words))})"
+    if kind == "while_break":
+        env.kinds["n"] = "int"
+        limit = draw(st.integers(-1, 5))
+        return f"n = 0\nwhile True:\n    n += 1\n    if n > {limit}:\n        break\nelse:\n    n = -1"
+    if kind == "try_else":
+        env.kinds["total"] = "int"
+        body = f"total = len({draw(st.sampled_from(lists))})" if lists else "total = len(missing)"
+        return f"try:\n    {body}\nexcept NameError:\n    total = 0\nelse:\n    total += 1\nfinally:\n    print('checked')"
+    if kind == "comprehension":
+        name, source = draw(
+            st.sampled_from(
+                [
+                    ("d", "{k: v for k, v in zip('abc', range(3))}"),
+                    ("s", "{x % 3 for x in range(10)}"),
+                    ("ys", "sorted([3, 1, 2], key=lambda v: -v)"),
+                    ("ys", "[[i, j] for i in range(2) for j in range(i + 1)]"),
+                ]
+            )
+        )
+        env.kinds[name] = {"d": "dict", "s": "set"}.get(name, "list")
+        return f"{name} = {source}"
+    if kind == "closure":
+        env.kinds["f"] = "func"
+        return "def make(k):\n    def inner(v, k2=0):\n        return v + k + k2\n    return inner\n\nf = make(2)"
+    if kind == "strings":
+        env.kinds["text"] = "str"
+        strings = env.of("str")
+        options = [
+            "', '.join(str(v) for v in range(3))",
+            "'-'.join(['a', 'b']).upper()",
+            "f'{3.5:.1f}|{\"x\"!r}'",
+        ]
+        options += [f"{name}.strip().title()" for name in strings] + [
+            f"{name}.replace('a', 'A')[:5]" for name in strings
+        ]
+        return f"text = {draw(st.sampled_from(options))}"
+    if kind == "gather_errors":
+        env.kinds["r"] = "any"
+        return (
+            "r = await asyncio.gather(fail(message='no'), echo(value=1), return_exceptions=True)\n"
+            "r = [type(v).__name__ if isinstance(v, Exception) else v for v in r]"
+        )
     if kind == "fail" and draw(st.integers(0, 3)) == 0:
         return draw(st.sampled_from(["await fail(message='stop')", "q = missing_name", "n = 1 / 0"]))
     env.kinds["a"] = "int"
@@ -299,6 +342,7 @@ def bound_names(program: Program) -> list[str]:
                 names.add(node.name or "")
             elif isinstance(node, ast.alias):
                 names.add((node.asname or node.name).split(".")[0])
+    names.discard("")  # a bare ``except:`` binds nothing
     return sorted(names)
 
 
