@@ -433,7 +433,12 @@ async def open_doors(work: Path, model_url: str, add_reply: Callable[..., None])
             AgentDoor(agent_mode, model_url, add_reply),
         ]
         stdio = await stack.enter_async_context(Client(stdio_client(stdio_params(*SERVE_ARGS, env=ENV))))
-        doors.append(SdkServeDoor("serve-mcp over stdio", stdio))
+        assert stdio.protocol_version == "2026-07-28"
+        doors.append(SdkServeDoor("serve-mcp over stdio, 2026 era", stdio))
+        stdio_legacy = await stack.enter_async_context(
+            Client(stdio_client(stdio_params(*SERVE_ARGS, env=ENV)), mode="legacy")
+        )
+        doors.append(SdkServeDoor("serve-mcp over stdio, 2025 era", stdio_legacy))
         served = stack.enter_context(serve_http(*SERVE_ARGS, env=ENV))
         http = await stack.enter_async_context(
             httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
