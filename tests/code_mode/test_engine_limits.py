@@ -103,11 +103,14 @@ async def test_error_results_respect_the_result_limit(fake: FakeExecutor) -> Non
 @pytest.mark.parametrize(
     ("code", "message"),
     [
-        ("wait = 1", "`wait` is a tool function"),
-        ("fetched = await pods()\npods = fetched", "`pods` is a tool function"),
-        ("try:\n    1 / 0\nexcept ZeroDivisionError as names:\n    pass", "`names` is a built-in helper"),
-        ("y = [(items := 3)]", "`items` is a built-in helper"),
-        ("def f():\n    global dig\n    dig = 1", "`dig` is a built-in helper"),
+        ("wait = 1", "`wait` is the name of a tool function"),
+        ("fetched = await pods()\npods = fetched", "`pods` is the name of a tool function"),
+        (
+            "try:\n    1 / 0\nexcept ZeroDivisionError as pods:\n    pass",
+            "`pods` is the name of a tool function",
+        ),
+        ("y = [(pods := 3)]", "`pods` is the name of a tool function"),
+        ("def f():\n    global wait\n    wait = 1", "`wait` is the name of a tool function"),
         ("_asyncai_tool = None", "reserved for asyncai"),
         ('delete_item(name="a")\n"done"', "`delete_item(...)` is called without await"),
         ("asyncio.gather(wait(seconds=0))", "`asyncio.gather(...)` is called without await"),

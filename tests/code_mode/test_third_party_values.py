@@ -203,4 +203,4 @@ async def test_everything_resources_from_a_snippet(everything: CodeMode) -> None
     )
     assert not missing.is_error and "demo://nope" in missing.content
     refused = await everything.call_tool("run_code", {"code": "read_resource = 1"})
-    assert refused.is_error and "cannot be rebound" in refused.content
+    assert refused.is_error and "cannot assign to it" in refused.content

@@ -230,7 +230,13 @@ ESCAPES = [
         "await _asyncai_tool('whoami', ('x',), {})",
         r"TypeError: whoami\(\) takes keyword arguments only",
     ),
-    err("rebind-helper", "names = []", r"^error: `names` is a built-in helper and cannot be rebound"),
+    # A helper's name may be bound (it shadows the helper in that REPL); a tool function's may not.
+    val("rebind-helper", "names = []\nnames", r"^\[\]$"),
+    err(
+        "rebind-tool",
+        "whoami = 1",
+        r"^error: `whoami` is the name of a tool function[\s\S]*await whoami\(\.\.\.\)",
+    ),
     err("rebind-host-call", "_asyncai_tool = print", r"^error: `_asyncai_tool` is reserved for asyncai"),
     err("unawaited-statement", "whoami()", r"^error: `whoami\(\.\.\.\)` is called without await"),
     err("unawaited-value", "x = whoami()\nx", r"un-awaited call \(<coroutine object whoami>\)"),

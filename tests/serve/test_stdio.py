@@ -15,7 +15,6 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import stdio_client
 
-from asyncai.code_mode.engine.contract import NO_OUTPUT_TEXT
 from tests.serve.helpers import stdio_params
 from tests.third_party import npm_server, pypi_server
 
@@ -80,7 +79,8 @@ async def test_a_session_keeps_its_variables_and_the_note_comes_when_it_changes(
         third = await run_code(client, "y = [1, 2]")
         gone = "try:\n    x\n    r = 'kept'\nexcept NameError:\n    r = 'gone'\nr"
         restarted = await client.call_tool("run_code", {"code": gone, "restart": True})
-    assert (text(first), note(first)) == (NO_OUTPUT_TEXT, "[run_code variables still in scope: x: int]")
+    # A snippet that ends with an assignment returns what it assigned.
+    assert (text(first), note(first)) == ("41", "[run_code variables still in scope: x: int]")
     assert (text(second), note(second)) == ("42", None)  # same variables: no note again
     assert "y: list[2]" in (note(third) or "")
     assert (text(restarted), note(restarted)) == ("gone", "[run_code variables still in scope: r: str[4]]")

@@ -38,8 +38,9 @@ Inspect data shapes only after a failure.
 (no return_exceptions).
 - A failing call raises RuntimeError; catch it with try/except to carry on.
 - asyncio, json and re are already imported.
-- Helpers (never rebind these names): items(x) is the list in a result (x itself, x["items"], or a \
-dict's only list); names(x) is the metadata.name (else name, else id) of each element; \
+- The functions below are already defined: call them, never define them or assign to their names.
+- Helpers (a variable of the same name hides one): items(x) is the list in a result (x itself, \
+x["items"], or a dict's only list); names(x) is the metadata.name (else name, else id) of each element; \
 dig(obj, *path, default=None) reads a nested value, path segments dotted or split: \
 dig(pod, "status.phase"), dig(i, "spec", "name"); count_by(xs, *path) is {{value: count}} of the value \
 at path; to_json(x, indent=None) is json.dumps with str() for unknown types.
@@ -58,7 +59,8 @@ are missing. Use dicts or dataclasses, plain functions, built-in exceptions, and
 
 Result:
 - The last expression is the result: a str is returned as-is, anything else as compact JSON. \
-If it is None or an assignment you get "{no_output}".
+A snippet that ends with an assignment (x = ...) returns the value assigned. If the result is None \
+you get "{no_output}".
 - print() output is returned too: {{"output": "<printed>", "result": <last expression>}}.
 - Results over {max_result} characters are rejected: filter, count or select fields in Python \
 and return only what answers the question.

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from asyncai.code_mode.catalog.host_functions import HOST_FUNCTIONS
-from asyncai.code_mode.catalog.stubs import parameter_names, sanitize_names
+from asyncai.code_mode.catalog.stubs import inline_local_refs, parameter_names, sanitize_names
 from asyncai.tools.types import ToolDefinition
 
 if TYPE_CHECKING:
@@ -24,6 +24,9 @@ class CatalogEntry:
     required: frozenset[str]
     host_function: bool = False
     """Answered by asyncai (resources, ``search_tools``, ``describe_tool``), not a nested tool call."""
+    nested: Mapping[str, Any] = field(default_factory=dict)
+    """Python parameter name -> its schema, for the parameters holding objects with required keys
+    (``missing_key`` checks a value built in a variable, which the type check cannot see)."""
 
 
 class Finder(Protocol):
@@ -38,12 +41,69 @@ def callable_tools(tools: list[ToolDefinition]) -> list[ToolDefinition]:
 def _entry(tool: ToolDefinition, *, host_function: bool = False) -> CatalogEntry:
     required = {str(name) for name in tool.input_schema.get("required", [])}
     parameters = parameter_names(tool)
+    properties = inline_local_refs(tool.input_schema).get("properties")
+    nested = {
+        py: properties[schema_name]
+        for py, schema_name in parameters.items()
+        if isinstance(properties, dict) and _holds_required(properties.get(schema_name), 0)
+    }
     return CatalogEntry(
         tool=tool,
         parameters=parameters,
         required=frozenset(py for py, schema_name in parameters.items() if schema_name in required),
         host_function=host_function,
+        nested=nested,
     )
+
+
+MISSING_KEY_DEPTH: Final = 8
+"""How deep ``missing_key`` looks into a value; deeper, a server's own check answers."""
+
+
+def _holds_required(schema: Any, depth: int) -> bool:
+    """Whether ``schema`` (a parameter's) has an object with required keys, in an array or object."""
+    if not isinstance(schema, dict) or depth > MISSING_KEY_DEPTH:
+        return False
+    if isinstance(schema.get("required"), list) and schema["required"]:
+        return True
+    children = [schema.get("items"), *(_properties_of(schema).values())]
+    return any(_holds_required(child, depth + 1) for child in children)
+
+
+def _properties_of(schema: dict[str, Any]) -> dict[str, Any]:
+    properties = schema.get("properties")
+    return properties if isinstance(properties, dict) else {}
+
+
+def missing_key(value: Any, schema: Any, path: str, depth: int = 0) -> str | None:
+    """The first object in ``value`` (an argument, ``path`` its name) that lacks a key its schema
+    requires, worded as the type check words it (```entities[0]` is missing required key
+    'observations'``). Only a plain object or array schema is followed (a union is the server's to
+    judge), so a value the server accepts is never refused."""
+    if not isinstance(schema, dict) or depth > MISSING_KEY_DEPTH or _is_union(schema):
+        return None
+    if isinstance(value, dict) and schema.get("type", "object") == "object":
+        required = schema.get("required")
+        for key in required if isinstance(required, list) else ():
+            if isinstance(key, str) and key not in value:
+                return f"`{path}` is missing required key {key!r}"
+        for key, sub in _properties_of(schema).items():
+            if key in value:
+                found = missing_key(value[key], sub, f"{path}[{key!r}]", depth + 1)
+                if found is not None:
+                    return found
+    elif isinstance(value, list | tuple) and schema.get("type", "array") == "array":
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for index, element in enumerate(value):
+                found = missing_key(element, items, f"{path}[{index}]", depth + 1)
+                if found is not None:
+                    return found
+    return None
+
+
+def _is_union(schema: dict[str, Any]) -> bool:
+    return any(key in schema for key in ("anyOf", "oneOf", "allOf")) or isinstance(schema.get("type"), list)
 
 
 def build_catalog(tools: list[ToolDefinition]) -> dict[str, CatalogEntry]:

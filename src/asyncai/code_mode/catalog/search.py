@@ -16,7 +16,7 @@ from typing import Any
 
 from asyncai.code_mode.catalog.entries import CatalogEntry
 from asyncai.code_mode.catalog.host_functions import DESCRIBE_TOOL, SEARCH_TOOLS
-from asyncai.code_mode.catalog.stubs import render_stub
+from asyncai.code_mode.catalog.stubs import StubTypes, catalog_types, render_stub
 from asyncai.code_mode.engine.crossing import Payload
 from asyncai.log import dumps_compact
 from asyncai.tools.types import ToolDefinition
@@ -106,8 +106,9 @@ DEFAULT_LIMIT = 10
 
 
 def signature(stub: str) -> str:
-    """``name(*, a: str) -> T`` from a stub's ``async def`` line."""
-    first = stub.split("\n", 1)[0]
+    """``name(*, a: str) -> T`` from a stub's ``async def`` line (after its TypedDicts, if any)."""
+    start = 0 if stub.startswith("async def ") else stub.find("\nasync def ") + 1
+    first = stub[start:].split("\n", 1)[0]
     return first.removeprefix("async def ").removesuffix(":")
 
 
@@ -117,6 +118,13 @@ class ToolFinder:
     def __init__(self, catalog: Mapping[str, CatalogEntry]) -> None:
         self.catalog = catalog
         self.index = ToolIndex(catalog)
+        self._types: StubTypes | None = None
+
+    def _stub(self, name: str) -> str:
+        """``name``'s stub, its TypedDicts named as in the description and the type check."""
+        if self._types is None:  # made on the first describe or search, once per tool set
+            self._types = catalog_types({py: entry.tool for py, entry in self.catalog.items()})
+        return render_stub(name, self.catalog[name].tool, self._types)
 
     def describe(self, name: str) -> str:
         entry = self.catalog.get(name)
@@ -126,7 +134,7 @@ class ToolFinder:
                 f"; the closest: {', '.join(close)}" if close else "; search_tools(query=...) finds functions"
             )
             raise NameError(f"no catalog function {name!r}{hint}")
-        return render_stub(name, entry.tool)
+        return self._stub(name)
 
     def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[dict[str, str]]:
         if not isinstance(query, str):
@@ -141,7 +149,7 @@ class ToolFinder:
                 {
                     "name": hit.name,
                     "summary": summary(entry.tool.description),
-                    "signature": signature(render_stub(hit.name, entry.tool)),
+                    "signature": signature(self._stub(hit.name)),
                 }
             )
         if found and total > len(found):

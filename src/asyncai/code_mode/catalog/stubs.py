@@ -7,11 +7,13 @@ byte-stable for a given tool set (it sits in the cached prompt prefix).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import keyword
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from asyncai.code_mode.catalog.host_functions import HOST_FUNCTIONS
@@ -25,6 +27,8 @@ __all__ = [
     "RESERVED_HELPERS",
     "RUN_CODE",
     "RUN_CODE_INPUT_SCHEMA",
+    "StubTypes",
+    "catalog_types",
     "parameter_names",
     "python_type",
     "render_catalog",
@@ -62,6 +66,23 @@ _BUILTIN_NAMES: Final = frozenset(
 )
 _RESERVED_TOOL_NAMES: Final = (
     frozenset(RESERVED_HELPERS) | frozenset(PREIMPORTED) | frozenset(HOST_FUNCTIONS) | _BUILTIN_NAMES
+)
+TYPING_NAMES: Final = ("Any", "Literal", "NotRequired", "TypedDict")
+"""What the stubs import from ``typing``: no TypedDict may take one of these names."""
+# Capitalised builtins a TypedDict named after a schema could otherwise shadow in the stubs.
+_BUILTIN_CLASSES: Final = frozenset(
+    """ArithmeticError AssertionError AttributeError BaseException BlockingIOError BrokenPipeError
+    BufferError BytesWarning ChildProcessError ConnectionError DeprecationWarning EOFError Ellipsis
+    EnvironmentError Exception ExceptionGroup BaseExceptionGroup False FileExistsError
+    FileNotFoundError FloatingPointError FutureWarning GeneratorExit IOError ImportError
+    ImportWarning IndentationError IndexError InterruptedError IsADirectoryError KeyError
+    KeyboardInterrupt LookupError MemoryError ModuleNotFoundError NameError None
+    NotADirectoryError NotImplemented NotImplementedError OSError OverflowError
+    PendingDeprecationWarning PermissionError ProcessLookupError RecursionError ReferenceError
+    ResourceWarning RuntimeError RuntimeWarning StopAsyncIteration StopIteration SyntaxError
+    SyntaxWarning SystemError SystemExit TabError TimeoutError True TypeError UnboundLocalError
+    UnicodeDecodeError UnicodeEncodeError UnicodeError UnicodeTranslateError UnicodeWarning
+    UserWarning ValueError Warning ZeroDivisionError""".split()  # noqa: SIM905 (one readable block)
 )
 
 OBSERVED_MARK: Final = "x-asyncai-observed"
@@ -192,19 +213,49 @@ def _union(members: Iterable[str]) -> list[str]:
     return unique
 
 
-def _single_type(type_name: str, schema: dict[str, Any]) -> str:
+@dataclass(frozen=True)
+class _Where:
+    """Where a schema sits in a stub, for naming the TypedDict of an object found there."""
+
+    types: StubTypes
+    owner: str
+    """The function's Python name (a prefix when the plain name is taken)."""
+    hint: str
+    """The TypedDict name an object here gets when its schema has no usable ``title``."""
+    depth: int = 0
+    used: list[str] | None = None
+    """Collects the TypedDicts the stub names directly."""
+
+    def parameter(self, key: str) -> _Where:
+        """At a parameter: an object there is named after it, and the stub names it."""
+        return dataclasses.replace(self, hint=_class_name(key))
+
+    def field(self, key: str, used: list[str]) -> _Where:
+        """At a field of a TypedDict: one level deeper, named by the TypedDict (``used``)."""
+        return dataclasses.replace(self, hint=_class_name(key), depth=self.depth + 1, used=used)
+
+
+def _single_type(type_name: str, schema: dict[str, Any], where: _Where | None = None) -> str:
     if type_name in _SCALAR_TYPES:
         return _SCALAR_TYPES[type_name]
     if type_name == "array":
         items = schema.get("items")
-        return f"list[{python_type(items) if isinstance(items, dict) else 'Any'}]"
+        if not isinstance(items, dict):
+            return "list[Any]"
+        if where is None:
+            return f"list[{python_type(items)}]"
+        inner = dataclasses.replace(where, hint=_singular(where.hint))
+        return f"list[{' | '.join(_type_members(items, inner))}]"
     if type_name == "object":
+        if where is not None and _properties(schema) and where.depth < TYPED_DICT_DEPTH:
+            return where.types.declare(schema, where)
         return "dict[str, Any]"
     return "Any"
 
 
-def _type_members(schema: Any) -> list[str]:
-    """The union members of the Python type for a JSON schema."""
+def _type_members(schema: Any, where: _Where | None = None) -> list[str]:
+    """The union members of the Python type for a JSON schema; with ``where``, an object with
+    properties is a TypedDict declared in ``where.types``."""
     if not isinstance(schema, dict) or not schema or "$ref" in schema:
         return ["Any"]
     if "const" in schema:
@@ -214,25 +265,164 @@ def _type_members(schema: Any) -> list[str]:
     for combinator in ("anyOf", "oneOf"):
         options = schema.get(combinator)
         if isinstance(options, list) and options:
-            return _union(m for option in options for m in _type_members(option))
+            return _union(m for option in options for m in _type_members(option, where))
     all_of = schema.get("allOf")
     if isinstance(all_of, list) and len(all_of) == 1:
-        return _type_members(all_of[0])
+        return _type_members(all_of[0], where)
     declared = schema.get("type")
     if isinstance(declared, str):
-        return [_single_type(declared, schema)]
+        return [_single_type(declared, schema, where)]
     if isinstance(declared, list) and declared:
-        return _union(_single_type(t, schema) if isinstance(t, str) else "Any" for t in declared)
+        return _union(_single_type(t, schema, where) if isinstance(t, str) else "Any" for t in declared)
     if "properties" in schema or "additionalProperties" in schema:
-        return ["dict[str, Any]"]
+        return [_single_type("object", schema, where)]
     if "items" in schema:
-        return [_single_type("array", schema)]
+        return [_single_type("array", schema, where)]
     return ["Any"]
 
 
 def python_type(schema: Any) -> str:
     """The Python annotation for a JSON schema (what the model reads in a stub)."""
     return " | ".join(_type_members(schema))
+
+
+# ---------------------------------------------------------------------------------------------
+# TypedDicts: nested objects of the input schemas, so the model reads (and the type check sees)
+# which fields the server requires.
+
+TYPED_DICT_DEPTH: Final = 3
+"""Levels of nested objects rendered as TypedDicts; deeper ones stay ``dict[str, Any]``."""
+_FIELD_COMMENT_LIMIT: Final = 100
+_TITLE: Final = re.compile(r"[A-Z][A-Za-z0-9_]*")
+
+
+def _class_name(key: str) -> str:
+    """``metadata`` -> ``Metadata``, ``from-date`` -> ``FromDate``: CamelCase of the key's words."""
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", re.sub(r"[^A-Za-z0-9]+", " ", key)).split()
+    name = "".join(word[:1].upper() + word[1:] for word in words) or "Item"
+    return "T" + name if name[0].isdigit() else name
+
+
+def _singular(name: str) -> str:
+    """The name of one element of ``name`` (a plural): ``Entities`` -> ``Entity``,
+    ``Relations`` -> ``Relation``; ``Data`` -> ``DataItem`` when no plural ending shows."""
+    for plural, single in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"), ("shes", "sh")):
+        if name.endswith(plural) and len(name) > len(plural) + 1:
+            return name[: -len(plural)] + single
+    if name.endswith("s") and not name.endswith(("ss", "us", "is")) and len(name) > 2:
+        return name[:-1]
+    return name if name.endswith("Item") else name + "Item"
+
+
+def _field_comment(schema: Any) -> str:
+    description = schema.get("description") if isinstance(schema, dict) else None
+    if not isinstance(description, str) or not description.strip():
+        return ""
+    return f"  # {_sentences_within(description, _FIELD_COMMENT_LIMIT, _ARG_DESCRIPTION_SOFT_LIMIT)}"
+
+
+class StubTypes:
+    """The TypedDicts one set of stubs declares, in the order they are first needed (an inner one
+    before the one holding it). Names are unique in the set: the object's ``title``, else its
+    property's name in CamelCase (singular for an array's items); a name taken by a different
+    definition gets the function's name as a prefix, then a number. An identical definition
+    under the same name is declared once and shared. Deterministic for a tool set."""
+
+    def __init__(self, reserved: Iterable[str] = ()) -> None:
+        self._reserved = {*reserved, *TYPING_NAMES, *_BUILTIN_CLASSES, *_RESERVED_TOOL_NAMES}
+        self.sources: dict[str, str] = {}
+        """Name -> its definition, in declaration order."""
+        self._bodies: dict[str, str] = {}
+        self._inner: dict[str, list[str]] = {}
+
+    def declare(self, schema: dict[str, Any], where: _Where) -> str:
+        """The name of the TypedDict for the object ``schema`` (declared on first sight)."""
+        required = set(_required(schema))
+        inner: list[str] = []
+        fields: list[tuple[str, str, bool, str]] = []
+        for key, sub in _properties(schema).items():
+            nested = where.field(key, inner)
+            fields.append((key, " | ".join(_type_members(sub, nested)), key in required, _field_comment(sub)))
+        title = schema.get("title")
+        base = title if isinstance(title, str) and _TITLE.fullmatch(title) else where.hint
+        body = _typed_dict_body(fields)
+        for name in self._candidates(base, where.owner):
+            if name in self._bodies:
+                if self._bodies[name] != body:
+                    continue
+            else:
+                self._bodies[name] = body
+                self._inner[name] = list(dict.fromkeys(inner))
+                self.sources[name] = _typed_dict_source(name, fields)
+            if where.used is not None:
+                where.used.append(name)
+            return name
+        raise AssertionError("unreachable: the candidates never end")
+
+    def _candidates(self, base: str, owner: str) -> Iterator[str]:
+        prefixed = _class_name(owner) + base
+        for name in (base, prefixed):
+            if name not in self._reserved and not keyword.iskeyword(name):
+                yield name
+        n = 2
+        while True:
+            yield f"{prefixed}{n}"
+            n += 1
+
+    def needed(self, names: Iterable[str]) -> list[str]:
+        """``names`` and every TypedDict they hold, in declaration order."""
+        found: set[str] = set()
+        stack = list(names)
+        while stack:
+            name = stack.pop()
+            if name not in found:
+                found.add(name)
+                stack.extend(self._inner.get(name, ()))
+        return [name for name in self.sources if name in found]
+
+
+def _typed_dict_body(fields: list[tuple[str, str, bool, str]]) -> str:
+    return "\n".join(
+        f"{key!r}: {annotation} {required}{comment}" for key, annotation, required, comment in fields
+    )
+
+
+def _typed_dict_source(name: str, fields: list[tuple[str, str, bool, str]]) -> str:
+    """``class Name(TypedDict): ...``, or ``Name = TypedDict("Name", {...})`` when a key is no
+    identifier (``from``); all optional: ``total=False``; some optional: ``NotRequired[...]``."""
+    total = any(required for _, _, required, _ in fields)
+    closing = "" if total else ", total=False"
+
+    def annotation(text: str, required: bool) -> str:
+        return text if required or not total else f"NotRequired[{text}]"
+
+    # A key written in a class body must be an identifier, and one starting ``__`` would be mangled.
+    if all(
+        key.isidentifier() and not keyword.iskeyword(key) and not key.startswith("__") for key, *_ in fields
+    ):
+        lines = [f"class {name}(TypedDict{closing}):"]
+        lines += [f"    {key}: {annotation(t, req)}{comment}" for key, t, req, comment in fields]
+        return "\n".join(lines)
+    lines = [f"{name} = TypedDict({json.dumps(name)}, {{"]
+    lines += [
+        f"    {json.dumps(key, ensure_ascii=False)}: {annotation(t, req)},{comment}"
+        for key, t, req, comment in fields
+    ]
+    lines.append(f"}}{closing})")
+    return "\n".join(lines)
+
+
+def catalog_types(functions: Mapping[str, ToolDefinition]) -> StubTypes:
+    """The TypedDicts of every stub of ``functions`` (Python name -> tool, in catalog order):
+    the description, ``describe_tool`` and the type check name each one alike."""
+    types = StubTypes(functions)
+    for py_name, tool in functions.items():
+        _signature(tool, _where(types, py_name))
+    return types
+
+
+def _where(types: StubTypes, owner: str) -> _Where:
+    return _Where(types, owner, "Item", used=[])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,8 +550,8 @@ def _docstring(lines: list[str]) -> str:
     return f'    {quote}\n{body}\n    """'
 
 
-def _parameter(py_name: str, schema: Any, required: bool) -> str:
-    members = _type_members(schema)
+def _parameter(py_name: str, schema: Any, required: bool, where: _Where | None = None) -> str:
+    members = _type_members(schema, where)
     if required:
         return f"{py_name}: {' | '.join(members)}"
     if "None" not in members and members != ["Any"]:
@@ -420,18 +610,26 @@ def inline_local_refs(schema: Any) -> Any:
     return resolve(schema, frozenset())
 
 
-def _signature(tool: ToolDefinition) -> tuple[dict[str, str], dict[str, tuple[Any, bool]], str]:
-    """(Python name -> property, property -> (schema, required), ``*, a: str, b: int | None = None``)."""
+def _signature(
+    tool: ToolDefinition, where: _Where | None = None
+) -> tuple[dict[str, str], dict[str, tuple[Any, bool]], str]:
+    """(Python name -> property, property -> (schema, required), ``*, a: str, b: int | None = None``);
+    with ``where``, nested objects are TypedDicts declared there."""
     py_params = parameter_names(tool)
     input_schema = inline_local_refs(tool.input_schema)
     props = {name: (sub, req) for name, sub, req in _ordered_properties(input_schema)}
-    params = [_parameter(py, *props[prop]) for py, prop in py_params.items()]
+    params = [
+        _parameter(py, *props[prop], where.parameter(prop) if where is not None else None)
+        for py, prop in py_params.items()
+    ]
     return py_params, props, f"*, {', '.join(params)}" if params else ""
 
 
-def render_signature(py_name: str, tool: ToolDefinition) -> str:
-    """The stub's signature alone, returning ``Any``: what the type check needs of a tool."""
-    return f"async def {py_name}({_signature(tool)[2]}) -> Any: ..."
+def render_signature(py_name: str, tool: ToolDefinition, types: StubTypes | None = None) -> str:
+    """The stub's signature alone, returning ``Any``: what the type check needs of a tool
+    (its TypedDicts are in ``types``, which the caller renders before it)."""
+    where = _where(types, py_name) if types is not None else None
+    return f"async def {py_name}({_signature(tool, where)[2]}) -> Any: ..."
 
 
 def observed_sketch(schema: dict[str, Any]) -> str:
@@ -448,9 +646,18 @@ def observed_sketch(schema: dict[str, Any]) -> str:
     return shape_sketch(mark(schema))
 
 
-def render_stub(py_name: str, tool: ToolDefinition) -> str:
-    """An ``async def`` stub with keyword-only parameters, a return annotation and a docstring."""
-    py_params, props, signature = _signature(tool)
+def render_stub(py_name: str, tool: ToolDefinition, types: StubTypes | None = None) -> str:
+    """An ``async def`` stub with keyword-only parameters, a return annotation and a docstring,
+    after the TypedDicts its parameters name (from ``types``, the catalog's, when given)."""
+    classes, stub = _stub_parts(py_name, tool, types)
+    return "\n\n".join([*classes, stub])
+
+
+def _stub_parts(py_name: str, tool: ToolDefinition, types: StubTypes | None) -> tuple[list[str], str]:
+    """(the definitions of the TypedDicts the stub needs, the stub)."""
+    types = types if types is not None else StubTypes([py_name])
+    where = _where(types, py_name)
+    py_params, props, signature = _signature(tool, where)
     output_schema = inline_local_refs(unwrapped_output_schema(tool.output_schema))
     returns = python_type(output_schema) if output_schema else "Any"
 
@@ -467,9 +674,20 @@ def render_stub(py_name: str, tool: ToolDefinition) -> str:
     elif tool.observed_output_schema:  # declared schemas win; this is only what came back so far
         doc.append(f"Returns (observed): {observed_sketch(tool.observed_output_schema)}")
 
-    return f"async def {py_name}({signature}) -> {returns}:\n{_docstring(doc)}"
+    classes = [types.sources[name] for name in types.needed(where.used or ())]
+    return classes, f"async def {py_name}({signature}) -> {returns}:\n{_docstring(doc)}"
 
 
 def render_catalog(tools: Sequence[ToolDefinition]) -> str:
-    """Every tool's stub, in the tools' order, separated by blank lines."""
-    return "\n\n".join(render_stub(py_name, tool) for py_name, tool in sanitize_names(tools).items())
+    """Every tool's stub, in the tools' order, separated by blank lines; each TypedDict once,
+    before the first stub that needs it."""
+    functions = sanitize_names(tools)
+    types = StubTypes(functions)  # declared in this same order: the names ``catalog_types`` gives
+    shown: set[str] = set()
+    parts: list[str] = []
+    for py_name, tool in functions.items():
+        classes, stub = _stub_parts(py_name, tool, types)
+        parts += [source for source in classes if source not in shown]
+        shown.update(classes)
+        parts.append(stub)
+    return "\n\n".join(parts)

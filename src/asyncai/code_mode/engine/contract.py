@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from asyncai.code_mode.catalog.stubs import RESERVED_HELPERS
 from asyncai.code_mode.engine.values import compact_json, dump_json, to_json_value
 from asyncai.humanize import count
 from asyncai.log import preview
@@ -27,6 +28,7 @@ __all__ = [
     "format_outcome",
     "hint_for",
     "preview",
+    "tool_name_taken",
 ]
 
 MAX_RESULT_CHARS: Final = 20_000
@@ -148,11 +150,32 @@ def _too_large(text: str, max_chars: int, kept_as: str | None = None) -> RunCode
     )
 
 
+def _assigned_too_large(text: str, max_chars: int, assigned: str) -> RunCodeText:
+    """A closing assignment's value over the limit: not an error, since the snippet kept it in a
+    variable as the description advises; the model reads its size, where it is and a preview."""
+    where = assigned.removeprefix("(").removesuffix(",)")
+    shown = min(PREVIEW_CHARS, max(max_chars // 10, 0))
+    first = where.split(", ")[0]
+    return RunCodeText(
+        text=(
+            f"(the value assigned to {where} is {count(len(text))} chars, over the {count(max_chars)}-char "
+            f"limit for what goes to the model, so it is not shown; it stays in {where}: return a "
+            f"filtered subset of it (a count, a few names, selected fields: len({first}), {first}[:3]) "
+            f"without calling the tool again. Preview (first {shown} chars): {preview(text, shown)})"
+        ),
+        is_error=False,
+    )
+
+
 def format_outcome(
-    outcome: SnippetOutcome, max_chars: int = MAX_RESULT_CHARS, kept_as: str | None = None
+    outcome: SnippetOutcome,
+    max_chars: int = MAX_RESULT_CHARS,
+    kept_as: str | None = None,
+    assigned: str | None = None,
 ) -> RunCodeText:
     """The ``run_code`` result for a snippet that completed (its value, or its output when it
-    has none, within the size limit); ``kept_as`` names the variable holding the value."""
+    has none, within the size limit); ``kept_as`` names the variable holding the value, and
+    ``assigned`` says the value is what the snippet's closing assignment assigned (there)."""
     found = find_unawaited(outcome.value)
     if found is not None:
         return _unawaited_error(found, "result")
@@ -162,8 +185,35 @@ def format_outcome(
     data = to_json_value(outcome.value)  # converted once: for the text and as the value itself
     text = _result_text(outcome, data, max_chars)
     if len(text) > max_chars:
+        if assigned is not None and outcome.value is not None:
+            return _assigned_too_large(text, max_chars, assigned)
         return _too_large(text, max_chars, kept_as if outcome.value is not None else None)
     return RunCodeText(text=text, is_error=False, value=data)
+
+
+def tool_name_taken(names: list[str], defined: tuple[str, ...] = ()) -> str:
+    """The refusal of a snippet that binds tool functions' ``names`` (``defined`` by ``def``: a stub
+    pasted back). It says what to do, a call, and never invites a redefinition under a new name."""
+    shown = [f"`{name}`" for name in names[:5]]
+    listed = shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
+    if len(names) > len(shown):
+        listed = f"{', '.join(shown)} and {len(names) - len(shown)} more"
+    one = len(names) == 1
+    if any(name in defined for name in names):
+        what = (
+            f"{listed} {'is a tool function' if one else 'are tool functions'}, already defined in the "
+            "sandbox and ready to call: the stubs in the run_code description only show how to call "
+            "them, and a snippet never defines them."
+        )
+    else:
+        what = (
+            f"{listed} {'is the name of a tool function' if one else 'are names of tool functions'}, "
+            f"so a snippet cannot assign to {'it' if one else 'them'}."
+        )
+    return (
+        f"error: {what} Call {'it' if one else 'them'} and store the result under a name that is not "
+        f"a tool's: `result = await {names[0]}(...)`. Nothing was run."
+    )
 
 
 _AVAILABLE_MODULES: Final = (
@@ -231,6 +281,12 @@ HINTS: Final[tuple[tuple[str, str], ...]] = (
         r"module 'asyncio' has no attribute '(?P<name>[^']+)'",
         "asyncio.{name} is not available; run calls concurrently with await asyncio.gather(...) "
         "(gather a slice of the list at a time to limit concurrency).",
+    ),
+    (
+        # Before the next: a helper awaited as if it were a tool (its value is no awaitable).
+        r"(?s)\bawait\s+(?P<helper>" + "|".join(RESERVED_HELPERS) + r")\s*\(.*can't be awaited",
+        "{helper}() is a helper, not a tool: it returns its value at once, so call it without "
+        "await: x = {helper}(...).",
     ),
     (
         r"'coroutine' object|can't be awaited|No pending async tasks",

@@ -9,6 +9,7 @@ import functools
 import json
 import logging
 import math
+import re
 import time
 from collections.abc import Awaitable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from opentelemetry.trace import Span
 
 from asyncai.activity import QUIET, Activity, NestedCall
 from asyncai.approvals.gate import Approval, ApprovalRequest, MutationGate
-from asyncai.code_mode.catalog.entries import CatalogEntry, Finder, call_mistakes
+from asyncai.code_mode.catalog.entries import CatalogEntry, Finder, call_mistakes, missing_key
 from asyncai.code_mode.catalog.observed import ObservedShapes
 from asyncai.code_mode.catalog.resources import RESOURCE_FUNCTIONS, call_resource_function
 from asyncai.code_mode.engine.clock import WallClock
@@ -60,6 +61,10 @@ def validate_arguments(
             arguments[schema_name] = value
     else:  # every keyword known: the common case, without building any message
         if not args and all(kwargs.get(name) is not None for name in entry.required):
+            for name, schema in entry.nested.items():  # a dict built in a variable: unseen by the type check
+                mistake = missing_key(kwargs.get(name), schema, name)
+                if mistake is not None:
+                    raise TypeError(f"{py_name}(): {mistake}")
             return arguments
     given = [name for name, value in kwargs.items() if value is not None or name not in entry.parameters]
     mistakes = call_mistakes(py_name, entry, [_short_repr(arg) for arg in args or ()], given)
@@ -83,6 +88,35 @@ def _sleep(seconds: Any = 0.0, *_: Any) -> Awaitable[None]:
 def refuse_os(**_: Any) -> None:
     """An ``os=`` handler: every filesystem or environment call is refused."""
     raise PermissionError(OS_DENIED)
+
+
+_FILE_TOOL = re.compile(r"file|director|folder|(?:^|_)dirs?(?:$|_)", re.IGNORECASE)
+FILE_TOOLS_SHOWN = 8
+
+
+def os_denied_text(catalog: Mapping[str, CatalogEntry]) -> str:
+    """What a snippet's refused OS call says: the catalog's file tools when it has any (read-only
+    ones first, deprecated ones last, with a call to copy), else that the catalog functions are the
+    only way out."""
+    found = [
+        (entry.tool.mutating, "deprecated" in entry.tool.description.lower(), name)
+        for name, entry in catalog.items()
+        if not entry.host_function and _FILE_TOOL.search(name)
+    ]
+    if not found:
+        return (
+            f"{OS_DENIED}: the sandbox has no file, environment or network access; "
+            "the catalog functions are the only way out"
+        )
+    shown = [name for *_, name in sorted(found, key=lambda row: row[:2])[:FILE_TOOLS_SHOWN]]
+    first = catalog[shown[0]]
+    argument = next(iter(sorted(first.parameters, key=lambda p: p not in first.required)), None)
+    example = f"await {shown[0]}({f'{argument}=...' if argument else ''})"
+    more = f" and {len(found) - len(shown)} more" if len(found) > len(shown) else ""
+    return (
+        f"{OS_DENIED}: the sandbox cannot open files itself; the file tools can: "
+        f"{', '.join(shown)}{more} (e.g. `r = {example}`)"
+    )
 
 
 @dataclass
@@ -116,6 +150,7 @@ class SnippetDispatcher:
     """While set, a mutating call waits for it before the gate (a snippet still streaming:
     ``EagerSnippet``); a refusal raises ``PermissionError`` at the call."""
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    _os_denied: str | None = field(default=None, repr=False)
 
     def _count_suspension(self) -> None:
         self.suspensions += 1
@@ -346,7 +381,9 @@ class SnippetDispatcher:
         if kwargs.get("name") in SLEEPS and kwargs.get("is_async"):
             return _sleep(*kwargs.get("args", ()))
         self._count_suspension()
-        refuse_os(**kwargs)
+        if self._os_denied is None:  # made once per snippet: a loop of refused calls pays once
+            self._os_denied = os_denied_text(self.catalog)
+        raise PermissionError(self._os_denied)
 
     def cancel_in_flight(self) -> None:
         for task in list(self._tasks):

@@ -129,6 +129,5 @@ def _safe_callee(func: ast.expr, catalog: Mapping[str, CatalogEntry], bound: Col
 
 
 def _protected(name: str, catalog: Mapping[str, CatalogEntry]) -> bool:
-    return (
-        name in catalog or name in RESERVED_HELPERS or name in HOST_FUNCTIONS or name.startswith("_asyncai")
-    )
+    # A helper's name may be bound (it shadows the helper); a later call of it then is not safe.
+    return name in catalog or name in HOST_FUNCTIONS or name.startswith("_asyncai")

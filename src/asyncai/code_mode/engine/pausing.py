@@ -60,6 +60,8 @@ class PausedSnippet:
     bound: tuple[str, ...] = ()
     kept_as_last_value: bool = False
     value_at: tuple[int, int] | None = None
+    assigned: str | None = None
+    """What its closing assignment assigned, when that is its value (``SnippetScan.assigned``)."""
     owner: str = ""
     """Who may resume it (``serve.handles.caller_identity``)."""
     repl: str = ""
@@ -88,6 +90,7 @@ def pack_paused(paused: PausedSnippet) -> bytes:
         "bound": list(paused.bound),
         "kept_as_last_value": paused.kept_as_last_value,
         "value_at": list(paused.value_at) if paused.value_at is not None else None,
+        "assigned": paused.assigned,
         "owner": paused.owner,
         "repl": paused.repl,
     }
@@ -115,6 +118,7 @@ def unpack_paused(data: bytes) -> PausedSnippet:
             bound=tuple(str(name) for name in header["bound"]),
             kept_as_last_value=bool(header["kept_as_last_value"]),
             value_at=_value_at(header.get("value_at")),
+            assigned=_assigned(header.get("assigned")),
             owner=str(header["owner"]),
             repl=str(header["repl"]),
         )
@@ -161,6 +165,10 @@ def settled(outcome: Any) -> pm.ExternalSettledResult:
     if isinstance(outcome, BaseException):
         return {"exception": outcome}
     return {"return_value": outcome}
+
+
+def _assigned(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _value_at(listed: object) -> tuple[int, int] | None:

@@ -51,7 +51,7 @@ def _asyncai_decode(reply):
         return payload
 
 
-def _asyncai_items(x):
+def items(x):
     """The list in x: x itself, x["items"], the only list value of a dict, [] for None, else [x]."""
     if x is None:
         return []
@@ -66,7 +66,7 @@ def _asyncai_items(x):
     return [x]
 
 
-def _asyncai_dig(obj, *path, default=None):
+def dig(obj, *path, default=None):
     """obj["a"]["b"][0]... for dig(obj, "a.b.0") or dig(obj, "a", "b", 0); default when missing.
 
     A trailing argument that is not a str or int is taken as the default: dig(x, "a", {}).
@@ -95,7 +95,7 @@ def _asyncai_dig(obj, *path, default=None):
     return current
 
 
-def _asyncai_names(x):
+def names(x):
     """metadata.name (else name, else id) of every element of items(x); strings as they are."""
     found = []
     for element in _asyncai_items(x):
@@ -120,12 +120,12 @@ def _asyncai_jsonable(x):
     return str(x)
 
 
-def _asyncai_to_json(x, indent=None):
+def to_json(x, indent=None):
     """json.dumps that never fails: unknown types become str(x), non-str keys str(key)."""
     return _asyncai_json.dumps(_asyncai_jsonable(x), indent=indent)
 
 
-def _asyncai_count_by(xs, *path):
+def count_by(xs, *path):
     """{value: count} of dig(x, *path) over items(xs), most common first."""
     counts = {}
     for x in _asyncai_items(xs):
@@ -157,20 +157,21 @@ def _asyncai_shape_of(x, depth):
     return type(x).__name__
 
 
-def _asyncai_shape(x):
+def shape(x):
     """One line sketching x: dict keys with their value types, list lengths and the first element."""
     text = _asyncai_shape_of(x, 0)
     return text if len(text) <= 400 else text[:397] + "..."
 
 
-# The public names are aliases, so code that shadows one (a function's local, say) never breaks
-# the others, and the tool wrappers never depend on names the model can rebind.
-items = _asyncai_items
-names = _asyncai_names
-dig = _asyncai_dig
-count_by = _asyncai_count_by
-to_json = _asyncai_to_json
-shape = _asyncai_shape
+# Helpers call each other only through these private aliases: a snippet may bind a helper's public
+# name (the helper is then shadowed in its REPL) and every other helper still works. The functions
+# keep their public names, so an error names the helper the model called.
+_asyncai_items = items
+_asyncai_names = names
+_asyncai_dig = dig
+_asyncai_count_by = count_by
+_asyncai_to_json = to_json
+_asyncai_shape = shape
 '''
 
 _WRAPPER = """
@@ -184,6 +185,27 @@ def wrappers_source(function_names: Iterable[str]) -> str:
     return "".join(_WRAPPER.format(py_name=name, host=HOST_CALL) for name in function_names)
 
 
-def scope_preamble(function_names: Iterable[str]) -> str:
+def typed_dicts_source(type_names: Iterable[str]) -> str:
+    """``Entity = dict`` per TypedDict of the stubs: ``Entity(name=...)``, as the stub reads, builds
+    the dict (Monty has no TypedDict)."""
+    return "".join(f"{name} = dict\n" for name in type_names)
+
+
+def scope_preamble(function_names: Iterable[str], type_names: Iterable[str] = ()) -> str:
     helpers = HELPERS_SOURCE.replace('"DYNAMIC_CODE_DISABLED"', repr(DYNAMIC_CODE_DISABLED))
-    return helpers + wrappers_source(function_names)
+    return helpers + wrappers_source(function_names) + typed_dicts_source(type_names)
+
+
+def keeping(preamble: str, names: Iterable[str]) -> str:
+    """``preamble`` fed again into a REPL whose snippets bound ``names`` (a helper shadowed, say):
+    their values are put back after it, so defining the current helpers and tools loses nothing."""
+    kept = list(names)
+    if not kept:
+        return preamble
+    save = "".join(
+        f"try:\n    _asyncai_kept[{name!r}] = {name}\nexcept NameError:\n    pass\n" for name in kept
+    )
+    restore = "".join(
+        f"if {name!r} in _asyncai_kept:\n    {name} = _asyncai_kept[{name!r}]\n" for name in kept
+    )
+    return f"_asyncai_kept = {{}}\n{save}{preamble}\n{restore}_asyncai_kept = None\n"

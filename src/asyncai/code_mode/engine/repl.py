@@ -18,9 +18,8 @@ import pydantic_monty as pm
 from asyncai.activity import QUIET, Activity, combined
 from asyncai.approvals.gate import Approval, ApprovalRequest, Approver, MutationGate, MutationPolicy
 from asyncai.code_mode.catalog.entries import CatalogEntry, Finder
-from asyncai.code_mode.catalog.host_functions import HOST_FUNCTIONS
 from asyncai.code_mode.catalog.observed import ObservedShapes
-from asyncai.code_mode.catalog.stubs import RESERVED_HELPERS, RUN_CODE
+from asyncai.code_mode.catalog.stubs import RUN_CODE
 from asyncai.code_mode.engine.clock import WallClock
 from asyncai.code_mode.engine.contract import (
     RunCodeText,
@@ -28,6 +27,7 @@ from asyncai.code_mode.engine.contract import (
     format_error,
     format_outcome,
     hide_frames,
+    tool_name_taken,
 )
 from asyncai.code_mode.engine.dispatch import SnippetDispatcher, refuse_os
 from asyncai.code_mode.engine.eager import Statement, complete_statements, runs_early
@@ -40,9 +40,15 @@ from asyncai.code_mode.engine.pausing import (
     new_pause_id,
     settled,
 )
-from asyncai.code_mode.engine.preamble import DISABLED_BUILTINS, HOST_CALL, INTERNAL_PREFIX, scope_preamble
+from asyncai.code_mode.engine.preamble import (
+    DISABLED_BUILTINS,
+    HOST_CALL,
+    INTERNAL_PREFIX,
+    keeping,
+    scope_preamble,
+)
 from asyncai.code_mode.engine.speculation import Speculations, literal_calls, literal_calls_in
-from asyncai.code_mode.engine.type_check import check_can_catch, rejection, type_check_stubs
+from asyncai.code_mode.engine.type_check import check_can_catch, rejection, stub_types, type_check_stubs
 from asyncai.code_mode.engine.variables import (
     LAST_VALUE,
     SCAN_ON_LOOP_CHARS,
@@ -164,7 +170,7 @@ class ScopeSetup:
         """The current catalog's scope preamble (helpers and one wrapper per tool) and its
         fingerprint, made once per catalog version."""
         if self._preamble is None or self._preamble[0] != self.catalog_version:
-            source = scope_preamble(self.catalog)
+            source = scope_preamble(self.catalog, stub_types(self.catalog).sources)
             fingerprint = hashlib.sha256(source.encode()).hexdigest()[:32]
             self._preamble = (self.catalog_version, source, fingerprint)
         return self._preamble[1], self._preamble[2]
@@ -409,20 +415,18 @@ class ReplScope(ToolSource):
         )
 
     def _refusal(self, scan: SnippetScan) -> RunCodeText | None:
-        """An error for a snippet that must not run, from what the scan found."""
+        """An error for a snippet that must not run, from what the scan found. A helper's name may
+        be bound (the helper is then shadowed in this REPL); a tool function's may not."""
+        taken = [name for name in scan.bound if name in self.setup.catalog]
+        if taken:
+            return RunCodeText(tool_name_taken(taken, scan.defined), is_error=True)
         for name in scan.bound:
-            if name in RESERVED_HELPERS:
-                kind = "a built-in helper"
-            elif name in HOST_FUNCTIONS:
-                kind = "a built-in function"
-            elif name in self.setup.catalog:
-                kind = "a tool function"
-            elif name.startswith(INTERNAL_PREFIX) or name in DISABLED_BUILTINS:
-                kind = "reserved for asyncai"
-            else:
-                continue
-            text = f"error: `{name}` is {kind} and cannot be rebound; pick another name (e.g. `{name}_`)."
-            return RunCodeText(text + " Nothing was run.", is_error=True)
+            if name.startswith(INTERNAL_PREFIX) or name in DISABLED_BUILTINS:
+                text = (
+                    f"error: `{name}` is reserved for asyncai and cannot be rebound; "
+                    f"pick another name (e.g. `{name}_`). Nothing was run."
+                )
+                return RunCodeText(text, is_error=True)
         if scan.unawaited:
             call = scan.unawaited[0]
             text = (
@@ -464,8 +468,8 @@ class ReplScope(ToolSource):
         except _StateLost as exc:
             return RunCodeText(f"error: could not start the sandbox: {exc}", is_error=True)
         capture = capture or PrintCapture(self.limits.max_print_bytes)
-        fed = bind_last_value(code, scan.value_at)
-        snippet = _Snippet(scan.bound, scan.value_at is not None, scan.value_at)
+        fed = bind_last_value(code, scan.value_at, scan.assigned)
+        snippet = _Snippet(scan.bound, scan.value_at is not None, scan.value_at, scan.assigned)
         remaining = self.limits.wall_timeout - (asyncio.get_running_loop().time() - started)
         return await self._supervise(
             worker,
@@ -487,7 +491,7 @@ class ReplScope(ToolSource):
     async def _resume(
         self, paused: PausedSnippet, approvals: Mapping[int, Approval], dispatcher: SnippetDispatcher
     ) -> RunCodeText | PausedSnippet:
-        snippet = _Snippet(paused.bound, paused.kept_as_last_value, paused.value_at)
+        snippet = _Snippet(paused.bound, paused.kept_as_last_value, paused.value_at, paused.assigned)
         parked = self._parked
         assert parked is not None  # ``resume`` checked
         await self._reset_worker()
@@ -587,6 +591,7 @@ class ReplScope(ToolSource):
             SnippetOutcome(value=value, printed=capture.text, printed_truncated_bytes=capture.dropped),
             max_chars=self.limits.max_result_chars,
             kept_as=LAST_VALUE if snippet.kept_as_last_value else None,
+            assigned=snippet.assigned,
         )
 
     async def _pause(
@@ -625,6 +630,7 @@ class ReplScope(ToolSource):
             bound=snippet.bound,
             kept_as_last_value=snippet.kept_as_last_value,
             value_at=snippet.value_at,
+            assigned=snippet.assigned,
         )
         self.paused_as = paused.id
         log_event("code_mode.paused", pause=paused.id, held=[call.tool for call in paused.held])
@@ -959,9 +965,17 @@ class ReplScope(ToolSource):
             await dispatcher.settle()
 
     async def _feed_new_wrappers(self, worker: pm.AsyncMontySession) -> None:
-        """The wrapped servers' tools changed: define the current functions (variables stay)."""
+        """The wrapped servers' tools changed: define the current functions (variables stay, those
+        that shadow a helper too)."""
+        preamble = self.setup.preamble()[0]
+        # A variable that shadows what the preamble binds (a helper, say) is put back after it;
+        # one named like a tool function is not: the tool's wrapper must be what the name calls.
+        catalog = self.setup.catalog
+        shadowing = [
+            name for name in self._bound if name.isidentifier() and name in preamble and name not in catalog
+        ]
         try:
-            await worker.feed_run(self.setup.preamble()[0], skip_type_check=True)
+            await worker.feed_run(keeping(preamble, shadowing), skip_type_check=True)
         except Exception as exc:
             await self._reset(discard=True)
             self._restarted = True
@@ -1002,7 +1016,7 @@ class ReplScope(ToolSource):
             self._probed = []
             return None
         probe = probe_source(list(reversed(names))).rsplit("\n", 1)[0]  # its statements, not its value
-        value = LAST_VALUE if scan.value_at is not None else "None"
+        value = LAST_VALUE if scan.value_at is not None else scan.assigned or "None"
         return f"{code}\n{probe}\n({value}, _asyncai_probe)"
 
     async def _refresh_note(self, worker: pm.AsyncMontySession) -> None:
@@ -1093,6 +1107,8 @@ class _Snippet:
     kept_as_last_value: bool
     value_at: tuple[int, int] | None = None
     """Where its last value was bound to ``_`` (``bind_last_value``), for tracebacks as written."""
+    assigned: str | None = None
+    """What its closing assignment assigned, when that is its value (``SnippetScan.assigned``)."""
 
 
 @dataclass(frozen=True)
@@ -1269,7 +1285,12 @@ class EagerSnippet:
         while not self._arguments.done():
             for statement in complete_statements(self._prefix, self._fed_lines) if feeding else ():
                 scan = scan_snippet(statement.source, scope.setup.catalog.keys())
-                if not runs_early(statement, scope.setup.catalog, bound) or scope._refusal(scan) is not None:
+                # A name the REPL holds may shadow a helper or a built-in: not the function it was.
+                rebound = bound.union(scope._bound)
+                if (
+                    not runs_early(statement, scope.setup.catalog, rebound)
+                    or scope._refusal(scan) is not None
+                ):
                     feeding = False
                     break
                 started = asyncio.get_running_loop().time()
@@ -1352,7 +1373,7 @@ class EagerSnippet:
                 numbered,
                 self._dispatcher,
                 capture,
-                dataclasses.replace(scan, value_at=None),
+                dataclasses.replace(scan, value_at=None, assigned=None),
                 scope._may_check(numbered, scan),
             ),
             self._dispatcher,

@@ -9,7 +9,9 @@ A check that rejects valid code is worse than none, so only what is certain stop
   the checker's idea of a variable from an earlier snippet can be stale (a feed that failed half
   way, or ran unchecked), and ``1.0`` for an ``int`` or ``1`` for a ``bool`` may well be accepted;
 - a coroutine used as a value (a missing ``await``): a tool call, or a name the snippet itself
-  bound to one, at the spot the checker points at.
+  bound to one, at the spot the checker points at;
+- in a dict written in a tool call's argument (nested objects are TypedDicts in the stubs): a
+  required key missing, or a literal of the wrong kind for a key.
 
 Anything else the checker reports (an unknown name, an attribute it cannot see) lets the snippet
 run unchecked: Monty itself raises if it really is wrong.
@@ -24,11 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from asyncai.code_mode.catalog.entries import CatalogEntry, call_mistakes
-from asyncai.code_mode.catalog.stubs import render_signature
+from asyncai.code_mode.catalog.stubs import StubTypes, catalog_types, inline_local_refs, render_signature
 from asyncai.code_mode.engine.variables import SCAN_ON_LOOP_CHARS, parse_snippet
 
 SCRIPT_NAME = "run_code.py"
-HEADER = "from typing import Any, Literal\nimport asyncio\nimport json\nimport re\n"
+HEADER = "from typing import Any, Literal, NotRequired, TypedDict\nimport asyncio\nimport json\nimport re\n"
 HELPER_STUBS = """
 def items(x: Any) -> list[Any]: ...
 def names(x: Any) -> list[Any]: ...
@@ -40,6 +42,11 @@ def shape(x: Any) -> str: ...
 CALL_SHAPE_RULES = frozenset(
     {"missing-argument", "unknown-argument", "too-many-positional-arguments", "parameter-already-assigned"}
 )
+_MISSING_KEY = re.compile(r"^Missing required key '(?P<key>[^']+)' in TypedDict `(?P<typed>\w+)`")
+_KEY_TYPE = re.compile(
+    r'^Invalid argument to key "(?P<key>[^"]+)" with declared type `(?P<expected>.+)` on TypedDict '
+    r"`(?P<typed>\w+)`: value of type `(?P<found>.+)`$"
+)
 _DIAGNOSTIC = re.compile(rf"^{re.escape(SCRIPT_NAME)}:(\d+):(\d+): error\[([\w-]+)\] (.*)$")
 _FUNCTION = re.compile(r"function `([^`]+)`")
 _ARGUMENT_TYPES = re.compile(r"Expected `(.+)`, found `(.+)`$")
@@ -49,10 +56,18 @@ _LITERAL_SOURCE = re.compile(r"\s*(['\"]|-?\d)")
 _NUMERIC = ("int", "float", "bool", "complex")
 
 
+def stub_types(catalog: Mapping[str, CatalogEntry]) -> StubTypes:
+    """The catalog's TypedDicts, named as the description names them."""
+    return catalog_types({name: entry.tool for name, entry in catalog.items()})
+
+
 def type_check_stubs(catalog: Mapping[str, CatalogEntry]) -> str:
-    """Every catalog function's signature (returning ``Any``) and the helpers'."""
-    signatures = "\n".join(render_signature(name, entry.tool) for name, entry in catalog.items())
-    return HEADER + HELPER_STUBS + signatures + "\n"
+    """Every catalog function's signature (returning ``Any``), the TypedDicts they name, and the
+    helpers'."""
+    types = stub_types(catalog)
+    signatures = "\n".join(render_signature(name, entry.tool, types) for name, entry in catalog.items())
+    classes = "".join(f"\n{source}\n" for source in types.sources.values())
+    return HEADER + HELPER_STUBS + classes + signatures + "\n"
 
 
 @dataclass(frozen=True)
@@ -90,13 +105,96 @@ def argument_at(diagnostic: Diagnostic, lines: list[str]) -> tuple[str | None, s
     return (keyword[1], rest[keyword.end() :]) if keyword else (None, rest)
 
 
+@dataclass(frozen=True)
+class _InArgument:
+    """Where a node sits inside a literal argument of a catalog call: ``entities[0]['name']``."""
+
+    function: str
+    path: str
+    node: ast.AST
+
+
+def _node_at(tree: ast.Module, code_lines: list[str], line: int, column: int) -> list[ast.AST]:
+    """The expressions that start at ``line``:``column`` (ty's: 1-based, in characters)."""
+    text = code_lines[line - 1] if 0 < line <= len(code_lines) else ""
+    prefix = text.encode()
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.expr)
+        and node.lineno == line
+        and len(prefix[: node.col_offset].decode(errors="replace")) == column - 1
+    ]
+
+
+def _path_to(node: ast.AST, target: ast.AST, path: str) -> str | None:
+    """``path`` extended down to ``target`` through literal containers only (a list, a dict with
+    str keys, a comprehension's element, ``dict(k=v)``, a conditional), else ``None``."""
+    if node is target:
+        return path
+    children: list[tuple[ast.AST, str]] = []
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        children = [(element, f"{path}[{index}]") for index, element in enumerate(node.elts)]
+    elif isinstance(node, ast.Dict):
+        children = [
+            (value, f"{path}[{key.value!r}]")
+            for key, value in zip(node.keys, node.values, strict=True)
+            if isinstance(key, ast.Constant) and isinstance(key.value, str)
+        ]
+    elif isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp):
+        children = [(node.elt, f"{path}[...]")]
+    elif isinstance(node, ast.IfExp):
+        children = [(node.body, path), (node.orelse, path)]
+    elif isinstance(node, ast.Call):
+        children = [(k.value, f"{path}[{k.arg!r}]") for k in node.keywords if k.arg is not None]
+    for child, where in children:
+        found = _path_to(child, target, where)
+        if found is not None:
+            return found
+    return None
+
+
+def _in_argument(
+    tree: ast.Module, code_lines: list[str], functions: Mapping[str, CatalogEntry], line: int, column: int
+) -> _InArgument | None:
+    """The node at ``line``:``column`` when it is written inside a literal argument of a catalog call."""
+    targets = _node_at(tree, code_lines, line, column)
+    if not targets:
+        return None
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions):
+            continue
+        for argument in node.keywords:
+            if argument.arg is None:
+                continue
+            for target in targets:
+                path = _path_to(argument.value, target, argument.arg)
+                if path is not None:
+                    return _InArgument(node.func.id, path, target)
+    return None
+
+
+def _plain_dict(node: ast.AST) -> bool:
+    """A dict display or ``dict(k=v)``/``Entity(k=v)`` with every key written out: no ``**``
+    (with one, ty reports keys missing that the unpacked mapping may hold)."""
+    if isinstance(node, ast.Dict):
+        return all(key is not None for key in node.keys)
+    if isinstance(node, ast.Call):
+        return not node.args and all(keyword.arg is not None for keyword in node.keywords)
+    return False
+
+
 def is_certain(
     diagnostic: Diagnostic,
     lines: list[str],
     functions: Mapping[str, CatalogEntry],
     bound_here: Collection[str] = (),
+    tree: ast.Module | None = None,
 ) -> bool:
-    """Whether ``diagnostic`` is sure to be a mistake (the module docstring says which are)."""
+    """Whether ``diagnostic`` is sure to be a mistake (the module docstring says which are);
+    ``tree`` is the parsed snippet, for mistakes inside a dict argument."""
+    if diagnostic.rule == "missing-typed-dict-key" or _KEY_TYPE.match(diagnostic.message):
+        return tree is not None and _typed_dict_mistake(diagnostic, lines, functions, tree) is not None
     if "CoroutineType[" in diagnostic.message:
         # Only a tool call, or a name this snippet bound, at the spot: a variable from an earlier
         # snippet may have been rebound since where the checker did not look.
@@ -112,6 +210,33 @@ def is_certain(
     if types is None or not _LITERAL_SOURCE.match(argument_at(diagnostic, lines)[1]):
         return False  # not a literal written here: the checker's idea of a variable may be stale
     return not literal_accepted(types[1], types[2])
+
+
+def _typed_dict_mistake(
+    diagnostic: Diagnostic, lines: list[str], functions: Mapping[str, CatalogEntry], tree: ast.Module
+) -> str | None:
+    """The mistake in a dict written in a tool call's argument, worded as the host words a call's
+    mistakes, when it is certain: a required key missing (no ``**`` in the dict), or a literal of
+    the wrong kind for a key."""
+    missing = _MISSING_KEY.match(diagnostic.message)
+    wrong = _KEY_TYPE.match(diagnostic.message)
+    located = _in_argument(tree, lines, functions, diagnostic.line, diagnostic.column)
+    if located is None:
+        return None
+    if missing is not None and _plain_dict(located.node):
+        return (
+            f"TypeError: {located.function}(): `{located.path}` is missing required key "
+            f"'{missing['key']}' (see {missing['typed']} in the stubs)"
+        )
+    if (
+        wrong is not None
+        and isinstance(located.node, ast.Constant)
+        and _LITERAL_SOURCE.match(_source_at(diagnostic, lines))
+        and not literal_accepted(wrong["expected"], wrong["found"])
+    ):
+        found = wrong["found"].removeprefix("Literal[").removesuffix("]")
+        return f"TypeError: {located.function}(): `{located.path}` must be {wrong['expected']}, not {found}"
+    return None
 
 
 def literal_accepted(expected: str, found: str) -> bool:
@@ -148,12 +273,17 @@ def rejection(
     (``TypeError: f() got an unexpected keyword argument 'x'; accepted: a, b``), every mistake of it
     listed, with its line."""
     lines = code.splitlines()
-    certain = [d for d in parse_diagnostics(text) if is_certain(d, lines, functions, bound_here)]
+    tree = parse_snippet(code) if len(code) <= SCAN_ON_LOOP_CHARS else None  # not parsed on the loop
+    certain = [d for d in parse_diagnostics(text) if is_certain(d, lines, functions, bound_here, tree)]
     if not certain:
         return None
-    calls = _calls_by_line(code, functions)
+    calls = _calls_by_line(tree, code, functions)
     listed: list[str] = []
     for diagnostic in certain:
+        if tree is not None and (mistake := _typed_dict_mistake(diagnostic, lines, functions, tree)):
+            if (line := f"- line {diagnostic.line}: {mistake}") not in listed:
+                listed.append(line)
+            continue
         if diagnostic.rule in CALL_SHAPE_RULES and diagnostic.function in functions:
             found = [call for call in calls.get(diagnostic.line, []) if call[0] == diagnostic.function]
             mistakes = [
@@ -183,13 +313,11 @@ def rejection(
 
 
 def _calls_by_line(
-    code: str, functions: Mapping[str, CatalogEntry]
+    tree: ast.Module | None, code: str, functions: Mapping[str, CatalogEntry]
 ) -> dict[int, list[tuple[str, list[str], list[str]]]]:
-    """Line -> the catalog calls starting there: (name, positional arguments' source, keywords)."""
+    """Line -> the catalog calls starting there: (name, positional arguments' source, keywords);
+    none without a tree (a long snippet is not parsed on the event loop: ty's own wording then)."""
     found: dict[int, list[tuple[str, list[str], list[str]]]] = {}
-    if len(code) > SCAN_ON_LOOP_CHARS:  # not parsed on the event loop: ty's own wording then
-        return found
-    tree = parse_snippet(code)
     if tree is None:
         return found
     for node in ast.walk(tree):
@@ -280,6 +408,8 @@ def _well_formed(call: ast.Call, entry: CatalogEntry) -> bool:
         return False
     properties = entry.tool.input_schema.get("properties") or {}
     for keyword in call.keywords:
+        if _writes_dict(keyword.value) and _has_typed_dict(entry, str(keyword.arg)):
+            return False  # a dict written for a parameter whose objects are TypedDicts: check its keys
         kind = _literal_kind(keyword.value)
         if kind is _NOT_LITERAL:
             continue
@@ -295,6 +425,35 @@ def _well_formed(call: ast.Call, entry: CatalogEntry) -> bool:
 
 
 _NOT_LITERAL = object()
+
+
+def _writes_dict(node: ast.expr) -> bool:
+    """Whether a dict is written inside the argument ``node`` (a display or a call with keywords)."""
+    return any(
+        isinstance(child, ast.Dict) or (isinstance(child, ast.Call) and child.keywords)
+        for child in ast.walk(node)
+    )
+
+
+def _has_typed_dict(entry: CatalogEntry, parameter: str) -> bool:
+    """Whether the schema of ``parameter`` holds an object with properties (a TypedDict in the stubs)."""
+    properties = inline_local_refs(entry.tool.input_schema).get("properties")
+    schema = properties.get(entry.parameters.get(parameter, "")) if isinstance(properties, dict) else None
+
+    def objects(node: Any) -> bool:
+        if isinstance(node, list):
+            return any(objects(item) for item in node)
+        if not isinstance(node, dict):
+            return False
+        props = node.get("properties")
+        if isinstance(props, dict) and props:
+            return True
+        return any(objects(value) for key, value in node.items() if key in _NESTING)
+
+    return objects(schema)
+
+
+_NESTING = ("items", "anyOf", "oneOf", "allOf", "prefixItems")
 
 
 def _literal_kind(node: ast.expr) -> Any:

@@ -34,6 +34,8 @@ class _ModuleBindings(ast.NodeVisitor):
 
     def __init__(self, code: str) -> None:
         self.names: dict[str, None] = {}
+        self.defined: dict[str, None] = {}
+        """The names bound by a ``def`` or ``class`` (a stub pasted back, when it is a tool's)."""
         # Most snippets have neither: their nested scopes need no walk.
         self.has_walrus = ":=" in code
         self.has_global = "global" in code
@@ -47,6 +49,7 @@ class _ModuleBindings(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         self._add(node.name)
+        self.defined.setdefault(node.name, None)
         if not self.has_global:
             return
         # A nested scope binds module names only through ``global``.
@@ -119,10 +122,35 @@ class SnippetScan:
     """Whether it names a catalog function (True too when CPython cannot parse it)."""
     value_at: tuple[int, int] | None = None
     """(line, character) where the trailing expression starts: its value is bound to ``_``."""
+    assigned: str | None = None
+    """When the snippet ends with an assignment to plain names (``x = ...``, ``x: T = ...``,
+    ``x += ...``, ``a, b = ...``): the expression of what it assigned (``x``, ``(a, b,)``), which is
+    then the snippet's value."""
+    defined: tuple[str, ...] = ()
+    """Module-level names bound by ``def`` or ``class``."""
     tree: ast.Module | None = field(default=None, compare=False, repr=False)
     """The parsed snippet, for the checks after the scan (not parsed twice)."""
     nodes: tuple[ast.AST, ...] | None = field(default=None, compare=False, repr=False)
     """Every node of ``tree``, breadth first, when it names a catalog function or ``gather``."""
+
+
+def assigned_value(statement: ast.stmt) -> str | None:
+    """The expression of what ``statement`` assigns when it is an assignment to plain names (the
+    first target of ``a = b = v``; a flat tuple or list of names as a tuple), else ``None``."""
+    if isinstance(statement, ast.Assign):
+        target: ast.expr = statement.targets[0]
+    elif isinstance(statement, ast.AugAssign) or (
+        isinstance(statement, ast.AnnAssign) and statement.value is not None
+    ):
+        target = statement.target
+    else:
+        return None
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Tuple | ast.List) and all(isinstance(e, ast.Name) for e in target.elts):
+        names = [e.id for e in target.elts if isinstance(e, ast.Name)]
+        return f"({', '.join(names)},)" if names else None
+    return None  # an attribute, an item, a starred target: no single value to name
 
 
 def scan_snippet(code: str, functions: Collection[str] = ()) -> SnippetScan:
@@ -144,12 +172,22 @@ def scan_snippet(code: str, functions: Collection[str] = ()) -> SnippetScan:
         uses = any(isinstance(node, ast.Name) and node.id in named for node in nodes)
     last = tree.body[-1] if tree.body else None
     value_at = None
+    assigned = None
     if isinstance(last, ast.Expr):
         lines = code.splitlines()
         line = lines[last.lineno - 1] if last.lineno <= len(lines) else ""
         value_at = (last.lineno, len(line.encode()[: last.col_offset].decode(errors="replace")))
+    elif last is not None:
+        assigned = assigned_value(last)
     return SnippetScan(
-        tuple(bindings.names), tuple(dict.fromkeys(unawaited)), uses, value_at, tree=tree, nodes=nodes
+        tuple(bindings.names),
+        tuple(dict.fromkeys(unawaited)),
+        uses,
+        value_at,
+        assigned,
+        tuple(bindings.defined),
+        tree=tree,
+        nodes=nodes,
     )
 
 
@@ -161,7 +199,9 @@ import json, sys
 from asyncai.code_mode.engine.variables import scan_snippet
 request = json.load(sys.stdin)
 scan = scan_snippet(request["code"], request["functions"])
-json.dump([scan.bound, scan.unawaited, scan.uses_functions, scan.value_at], sys.stdout)
+json.dump(
+    [scan.bound, scan.unawaited, scan.uses_functions, scan.value_at, scan.assigned, scan.defined], sys.stdout
+)
 """
 
 
@@ -185,10 +225,17 @@ async def scan_snippet_off_loop(code: str, functions: Collection[str] = ()) -> S
             process.kill()
             await process.wait()
     try:
-        bound, unawaited, uses, value_at = json.loads(out)
+        bound, unawaited, uses, value_at, assigned, defined = json.loads(out)
     except ValueError:  # the child failed (out of memory on a pathological snippet): as if unparsable
         return SnippetScan((), ())
-    return SnippetScan(tuple(bound), tuple(unawaited), bool(uses), tuple(value_at) if value_at else None)
+    return SnippetScan(
+        tuple(bound),
+        tuple(unawaited),
+        bool(uses),
+        tuple(value_at) if value_at else None,
+        assigned,
+        tuple(defined),
+    )
 
 
 LAST_VALUE = "_"
@@ -196,11 +243,15 @@ LAST_VALUE = "_"
 in the sandbox, and the next snippet filters it without calling the tool again."""
 
 
-def bind_last_value(code: str, value_at: tuple[int, int] | None) -> str:
+def bind_last_value(code: str, value_at: tuple[int, int] | None, assigned: str | None = None) -> str:
     """``code`` with its trailing expression's value bound to ``_`` and still its value: the line
-    numbers, and so the tracebacks, stay those of the snippet as written."""
+    numbers, and so the tracebacks, stay those of the snippet as written. A snippet that ends with
+    an assignment (``assigned``) gets what it assigned as its value, and ``_`` stays as it was:
+    the value has a name of its own."""
     if value_at is None:
-        return code
+        if assigned is None:
+            return code
+        return f"{code}{'' if code.endswith(chr(10)) else chr(10)}{assigned}"
     lines = code.splitlines(keepends=True)
     line, column = value_at
     if not 0 < line <= len(lines):
