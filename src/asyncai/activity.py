@@ -56,6 +56,9 @@ class Activity:
     def reply_text(self, text: str) -> None:
         """A piece of the model's reply text arrived (streaming only)."""
 
+    def reply_was_calls(self, prose: str | None) -> None:
+        """The reply text held tool calls written as text: only ``prose`` of it is the model's words."""
+
     def tool_started(self, name: str, arguments: dict[str, Any]) -> None:
         """The model's tool call starts (in code mode: ``run_code`` with its ``code``)."""
 
@@ -85,6 +88,10 @@ class Activities(Activity):
     def reply_text(self, text: str) -> None:
         for activity in self.activities:
             activity.reply_text(text)
+
+    def reply_was_calls(self, prose: str | None) -> None:
+        for activity in self.activities:
+            activity.reply_was_calls(prose)
 
     def tool_started(self, name: str, arguments: dict[str, Any]) -> None:
         for activity in self.activities:

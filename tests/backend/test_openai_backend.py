@@ -124,7 +124,13 @@ async def test_final_round_without_text_gets_fallback() -> None:
     script = [tool_reply(call("run_code", {"code": "x"})), tool_reply(call("run_code", {"code": "y"}))]
     with ScriptedOpenAI(script) as server:
         result = await run(server, FakeToolSource(), max_rounds=2)
-    assert result.reply == NO_ANSWER_TEXT and result.final_round_forced
+    assert result.final_round_forced
+    # Never an empty reply: it says what happened, and what the last tool result was.
+    assert (
+        result.reply
+        == "(no answer was produced: the model returned no text; the last tool result was: ok run_code)"
+    )
+    assert result.reply.startswith(NO_ANSWER_TEXT[:-1])
 
 
 async def test_no_tools_means_no_tools_key_and_no_forcing() -> None:
@@ -165,7 +171,10 @@ async def test_malformed_arguments_become_errors_or_repairs() -> None:
     assert tools["c6"].startswith(
         "error: the arguments for run_code were a JSON array, not an object: [1, 2]."
     )
-    assert tools["c7"] == "error: unknown tool 'kubectl'. Available tools: run_code."
+    assert tools["c7"] == (
+        "error: unknown tool 'kubectl'. Available tools: run_code. "
+        'Call run_code with Python code: {"code": "..."}.'
+    )
     stored = {c["id"]: c["function"]["arguments"] for c in assistant_calls(server.requests[1])}
     assert stored == {
         "c1": "{}",
@@ -406,6 +415,7 @@ async def test_turn_summary_and_log_events(log_stream: io.StringIO) -> None:
         "bytes_out": 3 + 5 + 8,
         "final_round_forced": False,
         "tool_errors": 1,
+        "repaired": 0,
         "thread": "t1",
         "run": 7,
     }

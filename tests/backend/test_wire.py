@@ -83,7 +83,10 @@ def test_prepare_calls_errors_and_repairs() -> None:
         'error: the arguments for run_code were not a JSON object: not json. Send {"code": "..."} as JSON.'
     )
     assert prepared[1].error == 'error: the arguments for run_code were empty. Send {"code": "..."} as JSON.'
-    assert prepared[2].error == "error: unknown tool 'nope'. Available tools: echo, noargs, run_code."
+    assert prepared[2].error == (
+        "error: unknown tool 'nope'. Available tools: echo, noargs, run_code. "
+        'Call run_code with Python code: {"code": "..."}.'
+    )
     assert prepared[3].error is not None and "no function name" in prepared[3].error
     assert prepared[4].ok and prepared[4].arguments == {"code": "1"}
     assert prepared[4].arguments_json == '{"code":"1"}'

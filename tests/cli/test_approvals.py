@@ -128,3 +128,25 @@ def test_gathered_mutating_calls_are_asked_one_at_a_time(tmp_path: Path) -> None
     assert result.returncode == 0, result.stderr
     assert result.stdout.count(QUESTION) == 1  # A settled the two calls that were waiting
     assert '[{"stored":"p"},{"stored":"q"},{"stored":"r"}]' in result.stdout
+
+
+def test_the_chat_asks_by_default_while_one_shot_runs_allow(tmp_path: Path) -> None:
+    def script() -> list[dict[str, Any]]:
+        return [tool_reply(call("run_code", {"code": _notes("a")})), text_reply("done")]
+
+    args = ["--mcp-stdio", NOTES, "--model", "m"]
+    with ScriptedOpenAI(script()) as model:  # a person at the chat is asked, without --mutations
+        chat = on_a_terminal(["--base-url", model.base_url, *args], "write\nn\n/exit\n", tmp_path)
+        asked = model.requests
+    with ScriptedOpenAI(script()) as model:  # told otherwise: the chat does not ask
+        allowed = on_a_terminal(
+            ["--base-url", model.base_url, *args, "--mutations", "allow"], "write\n/exit\n", tmp_path
+        )
+        told = model.requests
+    with ScriptedOpenAI(script()) as model:  # -p from a script keeps allow
+        one_shot = asyncai("--base-url", model.base_url, *args, "-p", "write a note")
+        scripted = model.requests
+    assert (chat.returncode, allowed.returncode, one_shot.status) == (0, 0, 0), chat.stderr
+    assert QUESTION in chat.stdout and _tool_results(asked) == [["refused"]]
+    assert QUESTION not in allowed.stdout and _tool_results(told) == [["a"]]
+    assert _tool_results(scripted) == [["a"]]

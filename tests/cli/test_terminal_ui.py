@@ -319,3 +319,19 @@ def test_ctrl_c_at_an_approval_question_loses_no_typed_line(tmp_path: Path) -> N
         finally:
             chat.close()
     assert model.requests[-1]["messages"][-1]["content"].startswith("anything else?")
+
+
+def test_a_call_written_as_text_shows_as_its_snippet_not_as_words(tmp_path: Path) -> None:
+    fenced = 'I will compute it.\n```json\n{"name": "run_code", "arguments": {"code": "6 * 7"}}\n```'
+    script = [text_reply(fenced, content_chunk=4), text_reply("It is **42**.")]
+    with ScriptedOpenAI(script) as model:
+        chat = terminal(model, tmp_path)
+        try:
+            chat.wait_for("you>")
+            chat.type("compute\r")
+            chat.wait_for("It is 42.")
+            shown = chat.scrollback()
+        finally:
+            chat.close()
+    assert "I will compute it." in shown and "6 * 7" in shown
+    assert '"arguments"' not in shown, "the call's JSON is not printed as the model's words"

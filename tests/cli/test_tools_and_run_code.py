@@ -157,7 +157,7 @@ def test_run_code_prints_what_the_model_would_get(http_url: str) -> None:
 
 def test_run_code_keeps_state_between_snippets_and_reads_stdin() -> None:
     result = asyncai("run-code", "-c", "x = 20", "-c", "x * 2 + 2")
-    assert result.stdout.splitlines() == ["(no output; the last expression was None)", "42"]
+    assert result.stdout.splitlines() == ["20", "42"]  # a snippet ending in an assignment returns its value
     piped = asyncai("run-code", stdin="print('hi')\n7\n")
     assert (piped.status, piped.stdout) == (0, '{"output":"hi\\n","result":7}\n')
 

@@ -19,6 +19,8 @@ a dict, or a callable ``(request_body) -> dict`` for dynamic answers. Dict keys 
 ``finish_reason``      default ``"tool_calls"`` when there are calls, else ``"stop"``
 ``reasoning_content``  sent next to ``content``
 ``status``             HTTP error status to answer with (``error`` is its message)
+``error_body``         with ``status``: the error body verbatim (a dict, sent as JSON), as a real
+                       server words it (llama.cpp's ``exceed_context_size_error``, say)
 ``headers``            extra response headers (e.g. ``{"Retry-After": "0"}``)
 ``raw``                the response body verbatim (str/bytes, or JSON for dict/list)
 ``stream``             ``True``/``False`` to force SSE or JSON; default follows the request
@@ -206,7 +208,7 @@ class ScriptedOpenAI:
         headers = {str(k): str(v) for k, v in (spec.get("headers") or {}).items()}
         if "status" in spec and spec["status"] >= 400:
             error_text = spec.get("error") or f"scripted HTTP {spec['status']}"
-            error = {"error": {"message": error_text, "type": "scripted"}}
+            error = spec.get("error_body") or {"error": {"message": error_text, "type": "scripted"}}
             return JSONResponse(error, status_code=spec["status"], headers=headers)
         if "raw" in spec:
             raw = spec["raw"]

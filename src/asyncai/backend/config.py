@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -35,6 +36,10 @@ class BackendConfig:
     round). Retries: 429, 5xx and connection errors are retried up to ``max_retries`` times after
     ``backoff_base * 2**n`` seconds, or after the server's ``Retry-After`` when that is at most
     ``max_retry_after`` seconds. Read timeouts (``request_timeout``) are not retried.
+
+    ``temperature`` and ``max_tokens`` go into every request when set (the server's defaults
+    otherwise). ``max_calls_per_reply`` bounds the tool calls of one model reply that run; the
+    rest get an error result.
     """
 
     base_url: str
@@ -51,12 +56,25 @@ class BackendConfig:
     backoff_base: float = 0.5
     max_retry_after: float = 10.0
     extra_body: dict[str, Any] = field(default_factory=dict)
+    temperature: float | None = None
+    max_tokens: int | None = None
+    max_calls_per_reply: int = 16
 
     def __post_init__(self) -> None:
         if self.max_rounds < 1:
             raise ValueError("max_rounds must be at least 1")
         if self.max_retries < 0:
             raise ValueError("max_retries must not be negative")
+        if self.temperature is not None and not (math.isfinite(self.temperature) and self.temperature >= 0):
+            raise ValueError(f"temperature must be 0 or more, not {self.temperature!r}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, not {self.max_tokens!r}")
+        if self.request_timeout <= 0:
+            raise ValueError(
+                f"request_timeout must be a positive number of seconds, not {self.request_timeout!r}"
+            )
+        if self.max_calls_per_reply < 1:
+            raise ValueError("max_calls_per_reply must be at least 1")
 
     @property
     def chat_url(self) -> str:

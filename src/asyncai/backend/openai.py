@@ -8,6 +8,7 @@ through ``mcp``; there is no OpenAI SDK and no extra dependency. Parsing and rep
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
@@ -20,7 +21,7 @@ import httpx2
 
 from asyncai.activity import QUIET, Activity
 from asyncai.backend import wire
-from asyncai.backend.config import FINAL_ROUND_INSTRUCTION, NO_ANSWER_TEXT, BackendConfig, Message
+from asyncai.backend.config import FINAL_ROUND_INSTRUCTION, BackendConfig, Message
 from asyncai.backend.eager import EagerCalls, EagerExecutor, EagerRun
 from asyncai.backend.harness import ModelTurn, SessionHarness
 from asyncai.backend.metrics import TurnSummary
@@ -28,6 +29,7 @@ from asyncai.humanize import one_line, seconds
 from asyncai.log import decoded_or_preview, dumps_compact, log_event
 from asyncai.telemetry.spans import DEFAULT_TRACING, Tracing, agent_run, end_chat, start_chat
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
+from asyncai.wording import setting
 
 _ERROR_PREVIEW_CHARS = 300
 
@@ -100,6 +102,21 @@ def _retry_after(value: str | None) -> float | None:
 def _status_failure(url: str, status: int, body: bytes, retry_after: str | None) -> _HttpFailure:
     detail = _error_detail(body)
     detail = f": {detail}" if detail else ""
+    overflow = wire.context_overflow(status, body)
+    if overflow is not None:
+        sizes = overflow.sizes()
+        return _HttpFailure(
+            message=(
+                f"the conversation is too long for the model's context"
+                f"{f' ({sizes})' if sizes else ''}: the model server at {url} answered HTTP {status}{detail}"
+            ),
+            hint=(
+                "start a new conversation, or give the server a larger context "
+                f"(llama-server -c, Ollama num_ctx), or lower {setting('max_tokens')}"
+            ),
+            status=status,
+            retryable=False,
+        )
     if status == 429:
         hint = "the server is rate limiting; wait, or check its limits and --api-key"
     elif status >= 500:
@@ -134,7 +151,7 @@ def _transport_failure(url: str, exc: httpx2.HTTPError, timeout: float) -> _Http
     if isinstance(exc, httpx2.TimeoutException):
         return _HttpFailure(
             f"the model server at {url} did not answer within {seconds(timeout)}",
-            "is the model loaded? is the server overloaded? raise the request timeout",
+            f"is the model loaded? is the server overloaded? raise {setting('request_timeout')}",
             None,
             retryable=False,
         )
@@ -229,6 +246,9 @@ class OpenAiCompatibleBackend:
         tools_by_name: dict[str, ToolDefinition] = {t.name: t for t in definitions}
         tool_json = wire.tool_specs(definitions)
         tool_names = [t["function"]["name"] for t in tool_json]
+        # A call may name an offered tool or a function of run_code's catalog (run as a snippet).
+        call_names = {*tools_by_name, *wire.code_functions(tools_by_name)}
+        code_tool = wire.code_tool_name(tools_by_name)
         user_message = Message("user", wire.user_message_text(user_text, note))
         run_messages: list[Message] = [user_message]
         if session is not None:
@@ -237,6 +257,7 @@ class OpenAiCompatibleBackend:
         # Call ids stay unique over the whole conversation: transcripts and some servers need it.
         used_ids = {call.id for message in history for call in message.tool_calls}
         reply: str | None = None
+        last_result: str | None = None
         try:
             for round_number in range(1, self.config.max_rounds + 1):
                 final = round_number == self.config.max_rounds and bool(tool_json)
@@ -273,6 +294,14 @@ class OpenAiCompatibleBackend:
                     if eager is not None:
                         await asyncio.shield(eager.abandon())
                     raise
+                text_calls: wire.TextCalls | None = None
+                if not final and tool_json and not turn.tool_calls:
+                    text_calls = wire.calls_in_text(turn.content, call_names)
+                    if text_calls is not None:  # the server left the model's call in its text
+                        turn = dataclasses.replace(
+                            turn, content=text_calls.prose, tool_calls=text_calls.calls
+                        )
+                        self.activity.reply_was_calls(text_calls.prose)
                 if final or not turn.tool_calls or not tool_json:
                     if turn.tool_calls:
                         log_event(
@@ -284,13 +313,39 @@ class OpenAiCompatibleBackend:
                     if eager is not None:
                         await eager.abandon()  # calls that will not run (tools were withdrawn)
                     reply = turn.content.strip() if turn.content else ""
-                    reply = reply or NO_ANSWER_TEXT
+                    if not reply and not summary.nudged and round_number < self.config.max_rounds:
+                        # Small models often end a turn with nothing after a tool result: ask once more.
+                        summary.nudged = True
+                        log_event("model.empty_reply", round=round_number, nudged=True)
+                        nudge = Message("user", wire.empty_reply_nudge(code_tool))
+                        run_messages.append(nudge)
+                        if session is not None:
+                            session.user_turn(nudge)
+                        continue
+                    if not reply:
+                        log_event("model.empty_reply", round=round_number, nudged=False)
+                    reply = reply or wire.no_answer_text(last_result)
                     final_message = wire.assistant_message(reply, [], turn.reasoning_content)
                     run_messages.append(final_message)
                     if session is not None:
                         session.final_reply(final_message, self._model_turn(turn))
                     break
-                calls = wire.prepare_calls(turn.tool_calls, tools_by_name, used_ids)
+                calls = wire.prepare_calls(
+                    turn.tool_calls, tools_by_name, used_ids, max_calls=self.config.max_calls_per_reply
+                )
+                if text_calls is not None:
+                    calls = [
+                        dataclasses.replace(c, repairs=(*text, *c.repairs))
+                        for c, text in zip(calls, text_calls.repairs, strict=True)
+                    ]
+                if len(calls) > self.config.max_calls_per_reply:
+                    log_event(
+                        "model.tool_calls_capped",
+                        logging.WARNING,
+                        round=round_number,
+                        calls=len(calls),
+                        cap=self.config.max_calls_per_reply,
+                    )
                 used_ids.update(c.id for c in calls)
                 calls_message = wire.assistant_message(turn.content, calls, turn.reasoning_content)
                 run_messages.append(calls_message)
@@ -301,7 +356,9 @@ class OpenAiCompatibleBackend:
                     *(self._call(executor, c, runs.pop(i, None)) for i, c in enumerate(calls))
                 )
                 for call, output in zip(calls, outputs, strict=True):
-                    summary.add_output(output)
+                    summary.add_output(output, ran=call.ok)
+                    summary.add_repairs(call.repairs)
+                    last_result = output.content
                     result_message = wire.tool_message(call.id, output.content)
                     run_messages.append(result_message)
                     if session is not None:
@@ -350,6 +407,9 @@ class OpenAiCompatibleBackend:
     async def _call(
         self, executor: ToolSource, call: wire.PreparedCall, eager: EagerRun | None = None
     ) -> ToolCallOutput:
+        for kind in call.repairs:
+            repaired: dict[str, Any] = {"ran_as": call.ran_as} if kind == "catalog_name" else {}
+            log_event("backend.call_repaired", kind=kind, tool=call.name, id=call.id, **repaired)
         extra: dict[str, Any] = {"error": call.error} if call.error is not None else {}
         log_event("model.tool_call", tool=call.name, id=call.id, arguments=call.arguments, **extra)
         if call.error is not None or call.arguments is None:
@@ -368,6 +428,10 @@ class OpenAiCompatibleBackend:
             except Exception as exc:  # a tool must never end the run
                 output = ToolCallOutput.error(f"error: tool {call.name} failed: {type(exc).__name__}: {exc}")
             self.activity.tool_finished(call.name, output, time.monotonic() - started)
+            if call.ran_as is not None:  # the model learns the form from what was run for it
+                output = dataclasses.replace(
+                    output, content=f"{wire.ran_as_note(call.ran_as, call.name)}\n{output.content}"
+                )
         log_event(
             "model.tool_result",
             tool=call.name,

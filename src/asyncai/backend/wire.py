@@ -11,17 +11,33 @@ from __future__ import annotations
 
 import ast
 import json
+import keyword
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import textwrap
+import unicodedata
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from asyncai.backend.config import BackendConfig, Message, ToolCall
+from asyncai.backend.config import NO_ANSWER_TEXT, BackendConfig, Message, ToolCall
+from asyncai.humanize import count, one_line
 from asyncai.log import dumps_compact, preview
 from asyncai.tools.types import ToolDefinition
 
 ARGUMENT_PREVIEW_CHARS = 200
+RAN_AS_PREVIEW_CHARS = 400
+LAST_RESULT_PREVIEW_CHARS = 500
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?[ \t]*```", re.DOTALL)
+_WHOLE_FENCE = re.compile(r"^\s*```[A-Za-z0-9_+-]*[ \t]*\n(.*?)\n[ \t]*```\s*$", re.DOTALL)
+_CODE_LITERAL = re.compile(
+    r"(?P<key>[\"']code[\"']\s*:\s*)"
+    r"(?:```[A-Za-z0-9_+-]*[ \t]*\n?(?P<fenced>.*?)```"
+    r"|\"\"\"(?P<double>.*?)\"\"\""
+    r"|'''(?P<single>.*?)'''"
+    r"|`(?P<tick>[^`]*)`)",
+    re.DOTALL,
+)
+"""A ``code`` value in backticks or triple quotes, for which JSON has no syntax."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -69,6 +85,10 @@ def build_request_body(
     body: dict[str, Any] = {"model": config.model, "messages": messages}
     if tools:
         body["tools"] = [dict(t) for t in tools]
+    if config.temperature is not None:
+        body["temperature"] = config.temperature
+    if config.max_tokens is not None:
+        body["max_tokens"] = config.max_tokens
     body["stream"] = config.stream
     if config.stream:
         body["stream_options"] = {"include_usage": True}
@@ -345,71 +365,140 @@ def _jsonable(value: Any) -> bool:
 _NOT_DECODED = object()
 
 
-def _decode_text(text: str) -> Any:
-    """Best-effort decoding of argument text; ``_NOT_DECODED`` when nothing worked."""
+_LITERAL_NAMES: dict[str, Any] = {
+    "true": True, "false": False, "null": None, "True": True, "False": False, "None": None,
+}  # fmt: skip
+
+
+def _literal(node: ast.expr) -> Any:
+    """A JSON value written as a Python literal (JSON's ``true``/``null`` allowed); ``ValueError`` else."""
+    if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, str | int | float)):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in _LITERAL_NAMES:
+        return _LITERAL_NAMES[node.id]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        value = _literal(node.operand)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.List | ast.Tuple):
+        return [_literal(item) for item in node.elts]
+    if isinstance(node, ast.Dict):
+        result: dict[str, Any] = {}
+        for key, value in zip(node.keys, node.values, strict=True):
+            name = _literal(key) if key is not None else None
+            if not isinstance(name, str):
+                raise ValueError("a key that is not a string")
+            result[name] = _literal(value)
+        return result
+    raise ValueError(f"not a literal: {type(node).__name__}")
+
+
+def _python_literal(text: str) -> Any:
+    """Python literals from small models: single quotes, True/None, trailing commas, triple quotes."""
+    try:
+        value = _literal(ast.parse(text.strip(), mode="eval").body)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return _NOT_DECODED
+    return value if _jsonable(value) else _NOT_DECODED
+
+
+def _json_or_embedded(text: str) -> Any:
+    """``text`` as JSON, or the first JSON object in it (JSON with prose around it)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    start = text.find("{")
+    if start >= 0:
+        try:
+            value, _ = json.JSONDecoder().raw_decode(text, start)
+            return value
+        except (ValueError, RecursionError):
+            pass
+    return _NOT_DECODED
+
+
+def _code_text(code: str) -> str:
+    """Code as a model wrote it between quotes: indented with the JSON around it, blank-line padded."""
+    return textwrap.dedent(code).strip("\n").rstrip()
+
+
+def repair_code_literals(text: str) -> str:
+    """``text`` with each ``"code"`` value written in backticks or triple quotes turned into a JSON
+    string, its contents taken verbatim (no escapes: it is source code)."""
+
+    def replace(match: re.Match[str]) -> str:
+        groups = ("fenced", "double", "single", "tick")
+        code = next(match.group(name) for name in groups if match.group(name) is not None)
+        return match.group("key") + json.dumps(_code_text(code), ensure_ascii=False)
+
+    return _CODE_LITERAL.sub(replace, text)
+
+
+def _decode_text(text: str) -> tuple[Any, bool]:
+    """Best-effort decoding of argument text: the value (``_NOT_DECODED`` when nothing worked), and
+    whether code in backticks or triple quotes had to be rewritten for it."""
     candidates = [text]
     fence = _FENCE.match(text)
     if fence:
         candidates.insert(0, fence.group(1).strip())
     for candidate in candidates:
-        try:
-            return json.loads(candidate)
-        except ValueError:
-            pass
-    decoder = json.JSONDecoder()
+        value = _json_or_embedded(candidate)
+        if value is not _NOT_DECODED:
+            return value, False
     for candidate in candidates:
-        start = candidate.find("{")
-        if start >= 0:
-            try:
-                value, _ = decoder.raw_decode(candidate, start)
-                return value
-            except ValueError:
-                pass
-    for candidate in candidates:
-        # Python literals from small models: single quotes, True/None, trailing commas.
-        try:
-            value = ast.literal_eval(candidate)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        # Before Python literals: a triple-quoted string there would turn the code's escapes into characters.
+        repaired = repair_code_literals(candidate)
+        if repaired == candidate:
             continue
-        if isinstance(value, dict) and _jsonable(value):
-            return value
-    return _NOT_DECODED
+        for value in (_json_or_embedded(repaired), _python_literal(repaired)):
+            if isinstance(value, dict):
+                return value, True
+    for candidate in candidates:
+        value = _python_literal(candidate)
+        if isinstance(value, dict):
+            return value, False
+    return _NOT_DECODED, False
 
 
 def parse_arguments(raw: Any) -> dict[str, Any] | ArgumentsError:
     """Tool-call arguments as a dict, or why not.
 
     Accepts a JSON string, an object already decoded by the server, JSON fenced in markdown, JSON
-    followed (or preceded) by prose, a JSON string that itself encodes an object, and Python dict
-    literals. Empty arguments are an :class:`ArgumentsError` with reason ``"empty"``.
+    followed (or preceded) by prose, a JSON string that itself encodes an object, Python dict
+    literals, and a ``code`` value in backticks or triple quotes. Empty arguments are an
+    :class:`ArgumentsError` with reason ``"empty"``.
     """
+    return _parse_arguments(raw)[0]
+
+
+def _parse_arguments(raw: Any) -> tuple[dict[str, Any] | ArgumentsError, bool]:
+    """``parse_arguments``, and whether quoted code had to be rewritten (``repair_code_literals``)."""
     if isinstance(raw, Mapping):
         if all(isinstance(k, str) for k in raw) and _jsonable(dict(raw)):
-            return dict(raw)
-        return ArgumentsError("not a JSON object", _preview_raw(raw))
+            return dict(raw), False
+        return ArgumentsError("not a JSON object", _preview_raw(raw)), False
     if raw is None:
-        return ArgumentsError("empty", "")
+        return ArgumentsError("empty", ""), False
     if not isinstance(raw, str):
-        return ArgumentsError(f"a JSON {type(raw).__name__}, not an object", _preview_raw(raw))
+        return ArgumentsError(f"a JSON {type(raw).__name__}, not an object", _preview_raw(raw)), False
     text = raw.strip()
     if not text:
-        return ArgumentsError("empty", "")
-    value = _decode_text(text)
+        return ArgumentsError("empty", ""), False
+    value, repaired = _decode_text(text)
     if isinstance(value, str) and value.strip():
-        inner = _decode_text(value.strip())
+        inner, inner_repaired = _decode_text(value.strip())
         if isinstance(inner, dict):
-            value = inner
+            value, repaired = inner, inner_repaired
     if isinstance(value, dict):
-        return (
-            value
-            if _jsonable(value)
-            else ArgumentsError("not strict JSON (NaN or Infinity)", _preview_raw(raw))
-        )
+        if _jsonable(value):
+            return value, repaired
+        return ArgumentsError("not strict JSON (NaN or Infinity)", _preview_raw(raw)), False
     if value is _NOT_DECODED:
-        return ArgumentsError("not a JSON object", _preview_raw(raw))
+        return ArgumentsError("not a JSON object", _preview_raw(raw)), False
     kinds = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
     kind = kinds.get(type(value), "null")
-    return ArgumentsError(f"a JSON {kind}, not an object", _preview_raw(raw))
+    return ArgumentsError(f"a JSON {kind}, not an object", _preview_raw(raw)), False
 
 
 def schema_example(schema: Mapping[str, Any]) -> str:
@@ -434,7 +523,9 @@ class PreparedCall:
     """A tool call after repair: a unique id, and either arguments to run or an error for the model.
 
     ``arguments_json`` is what goes into the assistant message (compact JSON of the repaired
-    arguments, ``{}`` for unusable ones) so a corrupt string is never replayed.
+    arguments, ``{}`` for unusable ones) so a corrupt string is never replayed. ``ran_as`` is the
+    snippet a call to a catalog function by its own name became (the result says it was run so);
+    ``repairs`` names each repair it needed (see :data:`REPAIR_KINDS`).
     """
 
     id: str
@@ -442,10 +533,17 @@ class PreparedCall:
     arguments: dict[str, Any] | None
     error: str | None
     arguments_json: str
+    ran_as: str | None = None
+    repairs: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+REPAIR_KINDS = ("fenced_json", "tool_call_tags", "bare_json", "catalog_name", "code_quoted")
+"""A call written in the reply text (three ways), a catalog function called by its own name, and
+``run_code``'s code given in backticks or triple quotes."""
 
 
 def repair_ids(ids: Sequence[str | None], used: Iterable[str] = ()) -> list[str]:
@@ -464,45 +562,131 @@ def repair_ids(ids: Sequence[str | None], used: Iterable[str] = ()) -> list[str]
     return result
 
 
+def code_functions(tools: Mapping[str, ToolDefinition]) -> dict[str, str]:
+    """Each function a code tool's snippets can call (``ToolDefinition.callables``) -> that tool;
+    an offered tool of the same name keeps its name."""
+    return {
+        function: tool.name for tool in tools.values() for function in tool.callables if function not in tools
+    }
+
+
+def code_tool_name(tools: Mapping[str, ToolDefinition]) -> str | None:
+    """The offered tool that runs code, if any: one with callables, else one named ``run_code``."""
+    with_callables = [tool.name for tool in tools.values() if tool.callables]
+    if with_callables:
+        return with_callables[0]
+    return "run_code" if "run_code" in tools else None
+
+
+def _is_keyword_name(name: str) -> bool:
+    """Whether ``name=`` passes ``name`` itself (Python NFKC-normalises identifiers: ``ª`` is ``a``)."""
+    return name.isidentifier() and not keyword.iskeyword(name) and unicodedata.normalize("NFKC", name) == name
+
+
+def call_snippet(function: str, arguments: Mapping[str, Any]) -> str:
+    """The call as Python: ``await search_files(path='/data', pattern='*.txt')``. Arguments whose
+    names are no Python identifiers go in as ``**{...}``."""
+    parts = [f"{name}={value!r}" for name, value in arguments.items() if _is_keyword_name(name)]
+    others = {name: value for name, value in arguments.items() if not _is_keyword_name(name)}
+    if others:
+        parts.append(f"**{others!r}")
+    return f"await {function}({', '.join(parts)})"
+
+
+def ran_as_note(snippet: str, tool: str = "run_code") -> str:
+    """The line before a repaired call's result: what was run, so the model learns the form."""
+    return f"(ran as {tool}: {preview(snippet, RAN_AS_PREVIEW_CHARS)})"
+
+
+def _unfenced_code(arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """``arguments`` with a ``code`` value that is one markdown code block unfenced, or ``None``."""
+    code = arguments.get("code")
+    match = _WHOLE_FENCE.match(code) if isinstance(code, str) else None
+    if match is None:
+        return None
+    return {**arguments, "code": _code_text(match.group(1))}
+
+
+def _cap_error(position: int, total: int, cap: int, code_tool: str | None) -> str:
+    instead = f" Do repeated work in one {code_tool} snippet, with a loop." if code_tool else ""
+    return (
+        f"error: not run: a reply may make at most {cap} tool calls, and this was call "
+        f"{position} of {total}.{instead}"
+    )
+
+
 def prepare_calls(
-    calls: Sequence[RawToolCall], tools: Mapping[str, ToolDefinition], used_ids: Iterable[str] = ()
+    calls: Sequence[RawToolCall],
+    tools: Mapping[str, ToolDefinition],
+    used_ids: Iterable[str] = (),
+    *,
+    max_calls: int | None = None,
 ) -> list[PreparedCall]:
-    """Repair ids and arguments of one assistant message's calls; bad calls carry an error text."""
+    """Repair ids and arguments of one assistant message's calls; bad calls carry an error text.
+
+    A call to a function of a code tool's catalog by its own name (a model that took a stub for a
+    tool) becomes that tool's call with the snippet ``await name(**arguments)``. Calls after the
+    first ``max_calls`` are not run: each gets an error saying the cap.
+    """
     ids = repair_ids([c.id for c in calls], used_ids)
     available = ", ".join(sorted(tools)) or "(none)"
+    functions = code_functions(tools)
+    code_tool = code_tool_name(tools)
     prepared: list[PreparedCall] = []
-    for call, call_id in zip(calls, ids, strict=True):
+    for position, (call, call_id) in enumerate(zip(calls, ids, strict=True), start=1):
         name = call.name or ""
+        parsed, quoted = _parse_arguments(call.arguments)
+        repairs: tuple[str, ...] = ("code_quoted",) if quoted else ()
+        empty = isinstance(parsed, ArgumentsError) and parsed.reason == "empty"
+        arguments = parsed if isinstance(parsed, dict) else {} if empty else None
+        function = name if name in functions else None
+        ran_as: str | None = None
+        if function is not None:
+            name = functions[function]
+            if arguments is not None:
+                ran_as = call_snippet(function, arguments)
+                arguments, repairs = {"code": ran_as}, (*repairs, "catalog_name")
+                parsed, empty = arguments, False
         tool = tools.get(name)
-        parsed = parse_arguments(call.arguments)
-        arguments = parsed if isinstance(parsed, dict) else None
+        if arguments is not None and tool is not None and _takes_code(tool):
+            unfenced = _unfenced_code(arguments)
+            if unfenced is not None:
+                arguments, repairs = unfenced, (*repairs, "code_quoted")
         error: str | None = None
         if not name:
             error = f"error: the tool call had no function name. Available tools: {available}."
         elif tool is None:
-            error = f"error: unknown tool {name!r}. Available tools: {available}."
-        elif isinstance(parsed, ArgumentsError):
+            instead = f' Call {code_tool} with Python code: {{"code": "..."}}.' if code_tool else ""
+            error = f"error: unknown tool {name!r}. Available tools: {available}.{instead}"
+        elif max_calls is not None and position > max_calls:
+            error = _cap_error(position, len(calls), max_calls, code_tool)
+        elif isinstance(parsed, ArgumentsError) and function is not None:
+            error = (
+                f"error: the arguments for {function} were {parsed.reason}: {parsed.preview}. "
+                f'Call {name} with Python code instead: {{"code": "await {function}(...)"}}.'
+            )
+        elif isinstance(parsed, ArgumentsError) and not (empty and schema_example(tool.input_schema) == "{}"):
             example = schema_example(tool.input_schema)
-            if parsed.reason == "empty":
-                if example == "{}":
-                    arguments = {}
-                else:
-                    error = f"error: the arguments for {name} were empty. Send {example} as JSON."
-            else:
-                error = (
-                    f"error: the arguments for {name} were {parsed.reason}: {parsed.preview}. "
-                    f"Send {example} as JSON."
-                )
+            what = "empty" if empty else f"{parsed.reason}: {parsed.preview}"
+            error = f"error: the arguments for {name} were {what}. Send {example} as JSON."
+        usable = error is None
         prepared.append(
             PreparedCall(
                 id=call_id,
-                name=name,
-                arguments=arguments if error is None else None,
+                name=function if function is not None and ran_as is None else name,  # as the model wrote it
+                arguments=arguments if usable else None,
                 error=error,
                 arguments_json=dumps_compact(arguments if arguments is not None else {}),
+                ran_as=ran_as if usable else None,
+                repairs=repairs if usable else (),
             )
         )
     return prepared
+
+
+def _takes_code(tool: ToolDefinition) -> bool:
+    properties = tool.input_schema.get("properties")
+    return isinstance(properties, Mapping) and "code" in properties
 
 
 def assistant_message(
@@ -519,3 +703,288 @@ def assistant_message(
 
 def tool_message(call_id: str, content: str) -> Message:
     return Message(role="tool", content=content, tool_call_id=call_id)
+
+
+# --------------------------------------------------------------------------------------------------
+# Calls written as text
+
+
+@dataclass(frozen=True)
+class TextCalls:
+    """Tool calls a model wrote in its reply text instead of ``tool_calls`` (see :func:`calls_in_text`)."""
+
+    calls: tuple[RawToolCall, ...]
+    prose: str | None
+    """The text before the calls, kept as the reply's content (``None`` when there is none)."""
+    kind: str
+    """How they were written: ``fenced_json``, ``tool_call_tags`` or ``bare_json``."""
+    repairs: tuple[tuple[str, ...], ...] = ()
+    """Each call's repairs: how it was written, and ``code_quoted`` when its code was in backticks
+    or triple quotes."""
+
+
+_NAME_KEYS = ("name", "function", "tool", "tool_name")
+_ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
+_NOT_ARGUMENTS = frozenset({*_NAME_KEYS, "type", "id"})
+_TAG_OPEN = "<tool_call>"
+_TAG_CLOSE = "</tool_call>"
+_FENCE_OPEN = re.compile(r"[ \t]*```[ \t]*[A-Za-z0-9_+-]*[ \t]*(?:\n|\Z)")
+_CALL_START = re.compile(r"^[ \t]*(?:[{\[]|```)|<tool_call>", re.MULTILINE)
+_MAX_STARTS = 200
+"""Where the calls may begin, tried from the first: a reply with more such lines is prose."""
+
+
+def _call_of(value: Any, names: Collection[str]) -> RawToolCall | None:
+    """One call object: ``{"name", "arguments"}``, ``function`` or ``tool`` for ``name``,
+    ``parameters`` for ``arguments``, OpenAI's ``{"function": {...}}``, or the arguments beside the
+    name; ``None`` when it names no tool in ``names``."""
+    if not isinstance(value, Mapping):
+        return None
+    nested = value.get("function")
+    if isinstance(nested, Mapping):
+        return _call_of(nested, names)
+    name = next((value[key] for key in _NAME_KEYS if isinstance(value.get(key), str)), None)
+    if name is None or name.strip() not in names:
+        return None
+    key = next((key for key in _ARGUMENT_KEYS if key in value), None)
+    arguments = value[key] if key is not None else {k: v for k, v in value.items() if k not in _NOT_ARGUMENTS}
+    return RawToolCall(id=None, name=name.strip(), arguments=arguments)
+
+
+def _json_values(text: str) -> list[Any] | None:
+    """Every JSON value in ``text``, one after another (separated by whitespace or commas)."""
+    decoder = json.JSONDecoder()
+    values: list[Any] = []
+    position = 0
+    while True:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if values and position < len(text) and text[position] in ",;":
+            position += 1  # between two values only
+            while position < len(text) and text[position].isspace():
+                position += 1
+            if position == len(text):
+                return None
+        if position == len(text):
+            return values or None
+        try:
+            value, position = decoder.raw_decode(text, position)
+        except (ValueError, RecursionError):
+            return None
+        values.append(value)
+
+
+def _decoded_values(text: str) -> tuple[list[Any], bool] | None:
+    """The values written in a call's text: JSON (one or several), after quoted code is repaired,
+    or a Python literal; and whether quoted code had to be repaired."""
+    values = _json_values(text)
+    if values is not None:
+        return values, False
+    repaired = repair_code_literals(text)
+    if repaired != text and (values := _json_values(repaired)) is not None:
+        return values, True
+    value = _python_literal(repaired)
+    return None if value is _NOT_DECODED else ([value], repaired != text)
+
+
+def _calls_in_values(values: list[Any], names: Collection[str]) -> list[RawToolCall] | None:
+    """The calls the values hold (objects, lists of them, ``{"tool_calls": [...]}``), or ``None``
+    when any of them is not a call to a tool in ``names``."""
+    items: list[Any] = []
+    for value in values:
+        if isinstance(value, Mapping) and isinstance(value.get("tool_calls"), list):
+            items.extend(value["tool_calls"])
+        elif isinstance(value, list):
+            items.extend(value)
+        else:
+            items.append(value)
+    calls = [_call_of(item, names) for item in items]
+    if not calls or any(call is None for call in calls):
+        return None
+    return [call for call in calls if call is not None]
+
+
+_Unit = tuple[list[RawToolCall], bool, int]
+"""The calls of one block, whether its quoted code was repaired, and where the block ends."""
+
+
+def _body_calls(body: str, names: Collection[str], end: int) -> _Unit | None:
+    text = body.strip()
+    fence = _WHOLE_FENCE.match(text)
+    if fence:  # ```json inside <tool_call> tags
+        text = fence.group(1)
+    decoded = _decoded_values(text) if text else None
+    if decoded is None:
+        return None
+    calls = _calls_in_values(decoded[0], names)
+    return None if calls is None else (calls, decoded[1], end)
+
+
+def _fenced_unit(text: str, start: int, names: Collection[str]) -> _Unit | None:
+    """The calls of the fenced block at ``start``. The block may close at any later line that is
+    only a fence: code inside it can hold fences of its own."""
+    opening = _FENCE_OPEN.match(text, start)
+    if opening is None:
+        return None
+    body_start = opening.end()
+    closings = re.finditer(r"^[ \t]*```[ \t]*$", text[body_start:], re.MULTILINE)
+    ends = [(body_start + m.start(), body_start + m.end()) for m in closings]
+    ends.append((len(text), len(text)))  # unclosed: the model stopped before the fence
+    for body_end, end in ends:
+        unit = _body_calls(text[body_start:body_end], names, end)
+        if unit is not None:
+            return unit
+    return None
+
+
+def _tag_unit(text: str, start: int, names: Collection[str]) -> _Unit | None:
+    """The calls of the ``<tool_call>`` block at ``start`` (its closing tag may be missing at the end)."""
+    body_start = start + len(_TAG_OPEN)
+    closings = [m.start() for m in re.finditer(re.escape(_TAG_CLOSE), text[body_start:])]
+    ends = [(body_start + at, body_start + at + len(_TAG_CLOSE)) for at in closings]
+    ends.append((len(text), len(text)))  # the closing tag may be missing at the end
+    for body_end, end in ends:  # a string inside the call may hold the closing tag
+        unit = _body_calls(text[body_start:body_end], names, end)
+        if unit is not None:
+            return unit
+    return None
+
+
+def _calls_to_end(
+    text: str, start: int, names: Collection[str]
+) -> list[tuple[RawToolCall, tuple[str, ...]]] | None:
+    """The calls from ``start`` to the end of ``text``, each with the repairs it needed, when
+    nothing but calls and whitespace follows ``start``."""
+    found: list[tuple[RawToolCall, tuple[str, ...]]] = []
+    position = start
+    while True:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position == len(text):
+            return found or None
+        if text.startswith(_TAG_OPEN, position):
+            unit, kind = _tag_unit(text, position, names), "tool_call_tags"
+        elif text.startswith("```", position):
+            unit, kind = _fenced_unit(text, position, names), "fenced_json"
+        else:  # bare JSON runs to the end of the reply
+            unit, kind = _body_calls(text[position:], names, len(text)), "bare_json"
+        if unit is None:
+            return None
+        calls, quoted, position = unit
+        repairs = (kind, "code_quoted") if quoted else (kind,)
+        found.extend((call, repairs) for call in calls)
+
+
+def calls_in_text(content: str | None, names: Collection[str]) -> TextCalls | None:
+    """The tool calls a reply without ``tool_calls`` wrote as text, or ``None`` when it is prose.
+
+    Recognised: a fenced JSON block, ``<tool_call>...</tool_call>`` tags (the closing tag may be
+    missing) and a bare JSON object, one call or several; each call ``{"name", "arguments"}``,
+    with ``function`` or ``tool`` for ``name``, ``parameters`` for ``arguments``, arguments as an
+    object or a JSON string, or beside the name; ``code`` may be in backticks or triple quotes.
+    Every call must name a tool in ``names``, and the calls must end the reply: text may come
+    before them (it stays the reply's content), but a reply that goes on after its JSON is
+    explaining, not calling.
+    """
+    if not content or not names:
+        return None
+    starts = [match.start() for match in _CALL_START.finditer(content)][:_MAX_STARTS]
+    for start in starts:
+        found = _calls_to_end(content, start, names)
+        if found is not None:
+            prose = content[:start].strip()
+            return TextCalls(
+                calls=tuple(call for call, _ in found),
+                prose=prose or None,
+                kind=found[0][1][0],
+                repairs=tuple(repairs for _, repairs in found),
+            )
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# What a run ends with, and what a failed request says
+
+
+def empty_reply_nudge(code_tool: str | None) -> str:
+    """The user message after an empty reply with rounds left."""
+    if code_tool is None:
+        return "Your reply was empty. Answer the question."
+    return f"Your reply was empty. Answer the question, or call {code_tool}."
+
+
+def no_answer_text(last_result: str | None) -> str:
+    """The reply when the model gave none: never empty, and with the last tool result if there was one."""
+    if last_result is None or not last_result.strip():
+        return NO_ANSWER_TEXT
+    shown = one_line(last_result, LAST_RESULT_PREVIEW_CHARS)
+    return f"{NO_ANSWER_TEXT[:-1]}; the last tool result was: {shown})"
+
+
+@dataclass(frozen=True)
+class ContextOverflow:
+    """A request longer than the model's context, with the sizes when the server said them."""
+
+    prompt_tokens: int | None = None
+    context_tokens: int | None = None
+
+    def sizes(self) -> str:
+        if self.prompt_tokens is not None and self.context_tokens is not None:
+            return f"{count(self.prompt_tokens)} tokens for a context of {count(self.context_tokens)}"
+        if self.context_tokens is not None:
+            return f"the context holds {count(self.context_tokens)} tokens"
+        if self.prompt_tokens is not None:
+            return f"{count(self.prompt_tokens)} tokens"
+        return ""
+
+
+_OVERFLOW_MARKERS = (
+    "exceed_context_size_error",
+    "exceeds the available context size",
+    "context_length_exceeded",
+    "maximum context length",
+    "context window",
+    "too many tokens",
+)
+_PROMPT_SIZES = (
+    re.compile(r"request \((\d+) tokens\)"),
+    re.compile(r"resulted in (\d+) tokens"),
+    re.compile(r"you requested (\d+) tokens"),
+    re.compile(r"prompt is too long: (\d+) tokens"),
+)
+_CONTEXT_SIZES = (
+    re.compile(r"context size \((\d+) tokens\)"),
+    re.compile(r"maximum context length is (\d+) tokens"),
+    re.compile(r"(\d+) tokens? > \d+ maximum"),
+)
+
+
+def _first_number(patterns: Sequence[re.Pattern[str]], text: str) -> int | None:
+    for pattern in patterns:
+        match = pattern.search(text)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def context_overflow(status: int, body: bytes | str) -> ContextOverflow | None:
+    """Whether an HTTP error says the request did not fit the model's context: llama.cpp's
+    ``exceed_context_size_error`` (with ``n_prompt_tokens`` and ``n_ctx``), OpenAI's
+    ``context_length_exceeded``, vLLM's "maximum context length"."""
+    if status not in (400, 413, 422):
+        return None
+    text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
+    if not any(marker in text.lower() for marker in _OVERFLOW_MARKERS):
+        return None
+    prompt = _first_number(_PROMPT_SIZES, text)
+    context = _first_number(_CONTEXT_SIZES, text)
+    try:
+        decoded = json.loads(text)
+    except (ValueError, RecursionError):
+        decoded = None
+    error = decoded.get("error") if isinstance(decoded, dict) else None
+    if isinstance(error, dict):
+        numbers = {k: v for k, v in error.items() if isinstance(v, int) and not isinstance(v, bool)}
+        prompt = numbers.get("n_prompt_tokens", prompt)
+        context = numbers.get("n_ctx", context)
+    return ContextOverflow(prompt, context)

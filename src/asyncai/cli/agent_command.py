@@ -75,6 +75,9 @@ def backend_config(settings: Settings, *, stream_by_default: bool = False) -> Ba
             system_prompt=system or DEFAULT_SYSTEM_PROMPT,
             stream=settings.switch("stream", stream_by_default),
             eager=settings.switch("eager", True),
+            temperature=settings.optional_number("temperature", allow_zero=True),
+            max_tokens=settings.count("max_tokens", 1) if settings.get("max_tokens") is not None else None,
+            request_timeout=settings.number("request_timeout", 300.0),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -115,7 +118,9 @@ async def run(settings: Settings) -> int:
 
     reader = LineReader()  # the chat's prompt and its approval questions read the same lines
     approver = None
-    if chat and mutation_policy(settings) == "ask":
+    # Someone at the chat can be asked before a tool changes the world; scripts keep allow.
+    mutations = mutation_policy(settings, "ask" if chat else "allow")
+    if chat and mutations == "ask":
         pause = activity.paused if activity is not None else contextlib.nullcontext
         approver = TerminalApprover(ask=reader.read, pause=pause)
     # What servers ask (a form, the model) is asked of the person in the chat, declined elsewhere.
@@ -129,7 +134,7 @@ async def run(settings: Settings) -> int:
         if store is not None:
             closing.push_async_callback(store.aclose)  # closed last, after the REPLs are saved
         executor = await closing.enter_async_context(
-            code_mode_executor(settings, approver, store, activity, requests)
+            code_mode_executor(settings, approver, store, activity, requests, mutations)
         )
         backend = await closing.enter_async_context(
             OpenAiCompatibleBackend(config, activity=activity or QUIET)

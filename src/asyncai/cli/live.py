@@ -186,6 +186,10 @@ class TerminalActivity(Activity):
         self._reply_live.update(self._preview(), refresh=False)
 
     @_guarded
+    def reply_was_calls(self, prose: str | None) -> None:
+        self._reply = prose or ""  # the JSON of the calls is shown as their snippets, not as words
+
+    @_guarded
     def tool_started(self, name: str, arguments: dict[str, Any]) -> None:
         self._stop_status()
         self._stop_reply()

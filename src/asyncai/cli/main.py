@@ -94,6 +94,8 @@ FLAGS = {
     "url": "--mcp-http URL",
     "sampling": "--sampling",
     "elicitation": "--elicitation",
+    "request_timeout": "--request-timeout",
+    "max_tokens": "--max-tokens",
 }
 """How messages from the library name its settings on the command line."""
 

@@ -113,7 +113,7 @@ def add_code_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--mutations",
         choices=MUTATION_POLICIES,
-        help="nested calls to tools that may change the world: allow (default), ask, deny",
+        help="nested calls to tools that may change the world: allow, ask (the chat's default), deny",
     )
     group.add_argument(
         "--no-type-check",
@@ -147,6 +147,18 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--api-key", help="API key (env OPENAI_API_KEY; optional for local servers)")
     group.add_argument("--model", help="model name (env ASYNCAI_MODEL)")
     group.add_argument("--max-rounds", type=int, metavar="N", help="model rounds per run (8)")
+    group.add_argument(
+        "--temperature", type=float, metavar="T", help="sampling temperature (default: the server's)"
+    )
+    group.add_argument(
+        "--max-tokens", type=int, metavar="N", help="tokens per model reply (default: the server's)"
+    )
+    group.add_argument(
+        "--request-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="wait for one model reply at most this long (300)",
+    )
     group.add_argument("--system", help="system prompt text")
     group.add_argument("--system-file", metavar="PATH", help="system prompt file")
     group.add_argument(
@@ -232,6 +244,21 @@ class Settings:
             number = math.nan
         if isinstance(value, bool) or not math.isfinite(number) or number <= 0:
             raise UsageError(f"{_option(key)} must be a positive number, not {value!r}")
+        return number
+
+    def optional_number(self, key: str, *, allow_zero: bool = False) -> float | None:
+        """A finite number above zero (or from zero), or ``None`` when not set."""
+        value = self.get(key)
+        if value is None:
+            return None
+        try:
+            number = float(value) if isinstance(value, int | float | str) else math.nan
+        except ValueError:
+            number = math.nan
+        low = number >= 0 if allow_zero else number > 0
+        if isinstance(value, bool) or not math.isfinite(number) or not low:
+            what = "a number, 0 or more" if allow_zero else "a positive number"
+            raise UsageError(f"{_option(key)} must be {what}, not {value!r}")
         return number
 
     def count(self, key: str, default: int) -> int:
@@ -414,8 +441,10 @@ def sandbox_config(settings: Settings) -> SandboxConfig:
     )
 
 
-def mutation_policy(settings: Settings) -> MutationPolicy:
-    policy = settings.text("mutations", "allow")
+def mutation_policy(settings: Settings, default: MutationPolicy = "allow") -> MutationPolicy:
+    """``--mutations``; ``default`` when not set (``ask`` in the chat on a terminal, where someone
+    can answer, ``allow`` elsewhere)."""
+    policy = settings.text("mutations", default)
     if policy not in MUTATION_POLICIES:
         raise UsageError(f"--mutations must be one of {', '.join(MUTATION_POLICIES)}, not {policy!r}")
     return policy

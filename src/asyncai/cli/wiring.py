@@ -22,7 +22,7 @@ from asyncai.cli.settings import (
 from asyncai.tools.mcp.early_start import early_servers
 
 if TYPE_CHECKING:
-    from asyncai.approvals.gate import Approver
+    from asyncai.approvals.gate import Approver, MutationPolicy
     from asyncai.code_mode import CodeMode
     from asyncai.state.stores import StateStore
     from asyncai.tools import McpServers, ServerSpec
@@ -71,10 +71,12 @@ async def code_mode_executor(
     state_store: StateStore | None = None,
     activity: Activity | None = None,
     requests: ServerRequests | None = None,
+    mutations: MutationPolicy | None = None,
 ) -> AsyncIterator[CodeMode]:
     """Code mode over the configured servers; ``approver`` decides mutating calls under
     ``--mutations ask`` (without one they are refused); ``state_store`` keeps thread REPLs for
-    resumed sessions; ``requests`` answers what the servers ask (declined by default)."""
+    resumed sessions; ``requests`` answers what the servers ask (declined by default);
+    ``mutations`` is the policy already resolved (default: ``--mutations``, else ``allow``)."""
     from asyncai.code_mode import CodeMode  # pydantic-monty and the engine: only to run code
     from asyncai.code_mode.catalog.observed import SHAPES_FILE, ObservedShapes
     from asyncai.code_mode.engine.clock import every_clock_paused
@@ -84,7 +86,7 @@ async def code_mode_executor(
     sandbox = sandbox_config(settings)
     sandbox.resolved_kind()  # fail on a bad sandbox choice before any server starts
     preamble = read_preamble(settings)
-    mutations = mutation_policy(settings)
+    mutations = mutations or mutation_policy(settings)
     requests = requests or server_requests(settings)
     # A snippet's wall clock stops while a person answers what a server asked, as for approvals.
     requests.waiting = every_clock_paused

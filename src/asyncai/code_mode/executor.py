@@ -124,12 +124,14 @@ class CodeMode(ToolSource):
         self._listeners.append(listener)
 
     def _definition(self, inner_tools: list[ToolDefinition]) -> ToolDefinition:
-        return run_code_definition(
+        definition = run_code_definition(
             inner_tools,
             self.inner.resource_servers(),
             self.limits.max_result_chars,
             self.limits.catalog_budget,
         )
+        # The backend runs a model's call to a catalog function by its own name as a snippet.
+        return dataclasses.replace(definition, callables=tuple(sorted(self.catalog)))
 
     def _with_observed_shapes(self, tools: list[ToolDefinition]) -> list[ToolDefinition]:
         """The tools, those without an output schema with the shape their results had so far."""

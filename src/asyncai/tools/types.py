@@ -24,6 +24,9 @@ class ToolDefinition:
     """The MCP server that offers it (empty outside an MCP executor)."""
     observed_output_schema: dict[str, Any] | None = None
     """For a tool without an output schema: the shape its results had (``catalog/observed.py``)."""
+    callables: tuple[str, ...] = ()
+    """For a tool that runs code (``run_code``): the functions that code can call, by their Python
+    names, so a backend can run a model's call to one of them as a snippet."""
 
     @property
     def mutating(self) -> bool:

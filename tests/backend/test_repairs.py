@@ -1,0 +1,345 @@
+"""What a small model on a real server sends, through the whole loop: the scripted model answers
+as llama-server did for Qwen2.5-Coder-1.5B (calls in the text, stubs called as tools, empty replies,
+a hundred calls in one reply), streamed and not; the snippets run in real workers over in-memory
+function tools."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from asyncai.backend import (
+    BackendConfig,
+    Message,
+    ModelServerError,
+    ModelTurn,
+    OpenAiCompatibleBackend,
+    RunResult,
+)
+from asyncai.code_mode import CodeMode
+from asyncai.code_mode.engine.repl import ReplScope
+from asyncai.tools.functions import FunctionTools, tool
+from asyncai.tools.types import ToolCallOutput, ToolSource
+from tests.code_mode.conftest import TEST_LIMITS
+from tests.fakes.executors import FakeToolSource
+from tests.fakes.logs import captured_log
+from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
+
+pytestmark = pytest.mark.anyio
+
+STREAMED = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+SEARCH = "await search_files(path='/data', pattern='*.txt')"
+FOUND = '["/data/a.txt","/data/b.txt"]'
+searched: list[tuple[str, str]] = []
+
+
+@tool(read_only=True)
+def search_files(path: str, pattern: str) -> list[str]:
+    """Files under path whose names match pattern."""
+    searched.append((path, pattern))
+    return [f"{path}/a.txt", f"{path}/b.txt"]
+
+
+@tool(destructive=True)
+def delete_entities(entity_names: list[str]) -> str:
+    """Delete entities from the graph."""
+    return f"deleted {len(entity_names)}"
+
+
+@pytest.fixture
+async def scope() -> AsyncIterator[ReplScope]:
+    searched.clear()
+    functions = FunctionTools([search_files, delete_entities])
+    async with CodeMode(functions, TEST_LIMITS, mutations="deny") as code_mode:
+        scope = code_mode.new_scope()
+        try:
+            yield scope
+        finally:
+            await scope.aclose()
+
+
+@pytest.fixture
+def log_stream() -> Iterator[io.StringIO]:
+    with captured_log(verbose=True) as stream:
+        yield stream
+
+
+def events(stream: io.StringIO, name: str) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in stream.getvalue().splitlines() if line.strip()]
+    return [line for line in lines if line["event"] == name]
+
+
+class Recorder:
+    """A session harness keeping what it is told."""
+
+    def __init__(self) -> None:
+        self.users: list[Message] = []
+        self.outputs: list[ToolCallOutput] = []
+
+    def user_turn(self, message: Message) -> None:
+        self.users.append(message)
+
+    def assistant_turn(self, message: Message, turn: ModelTurn) -> None:
+        pass
+
+    def tool_result(self, message: Message, output: ToolCallOutput) -> None:
+        self.outputs.append(output)
+
+    def final_reply(self, message: Message, turn: ModelTurn) -> None:
+        pass
+
+
+async def run(
+    server: ScriptedOpenAI, executor: ToolSource, *, session: Recorder | None = None, **overrides: Any
+) -> RunResult:
+    values: dict[str, Any] = {"system_prompt": "SYSTEM", "request_timeout": 30.0, **overrides}
+    config = BackendConfig(base_url=server.base_url, model="m", **values)
+    async with OpenAiCompatibleBackend(config) as backend:
+        return await backend.run(history=[], user_text="question", executor=executor, session=session)
+
+
+def tool_results(body: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+
+
+def calls_sent_back(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (c["function"]["name"], json.loads(c["function"]["arguments"]))
+        for m in body["messages"]
+        if m["role"] == "assistant"
+        for c in m.get("tool_calls", [])
+    ]
+
+
+@STREAMED
+async def test_a_catalog_function_called_as_a_tool_runs_as_a_snippet(
+    scope: ReplScope, stream: bool, log_stream: io.StringIO
+) -> None:
+    script = [
+        tool_reply(call("search_files", {"path": "/data", "pattern": "*.txt"})),
+        text_reply("Two files."),
+    ]
+    with ScriptedOpenAI(script) as server:
+        result = await run(server, scope, stream=stream)
+    assert result.reply == "Two files." and searched == [("/data", "*.txt")]
+    # The model reads what was run for it, and its history shows the call as the run_code it became.
+    assert tool_results(server.requests[1]) == [f"(ran as run_code: {SEARCH})\n{FOUND}"]
+    assert calls_sent_back(server.requests[1]) == [("run_code", {"code": SEARCH})]
+    [repaired] = events(log_stream, "backend.call_repaired")
+    assert (repaired["kind"], repaired["ran_as"]) == ("catalog_name", SEARCH)
+    [summary] = events(log_stream, "model.turn_summary")
+    assert (summary["repaired"], summary["repairs"], summary["nested_calls"]) == (1, {"catalog_name": 1}, 1)
+
+
+async def test_a_catalog_call_meets_the_mutation_gate_and_is_audited(scope: ReplScope) -> None:
+    script = [tool_reply(call("delete_entities", {"entity_names": ["A", "B"]})), text_reply("Refused.")]
+    recorder = Recorder()
+    with ScriptedOpenAI(script) as server:
+        await run(server, scope, session=recorder)
+    [result] = tool_results(server.requests[1])
+    assert result.startswith("(ran as run_code: await delete_entities(entity_names=['A', 'B']))\n")
+    assert "PermissionError: delete_entities() was not run" in result
+    [output] = recorder.outputs
+    assert output.is_error and output.audit is not None
+    [nested] = output.audit["nested_calls"]
+    assert (nested["tool"], nested["refused"], nested["mutating"]) == ("delete_entities", True, True)
+
+
+TEXT_CALLS = {
+    "fenced_json": (
+        '```json\n{"name": "run_code", "arguments": {"code": "6 * 7"}}\n```',
+        None,
+        "6 * 7",
+        "42",
+    ),
+    "tool_call_tags": (
+        '<tool_call>\n{"name": "search_files", "arguments": {"path": "/data", "pattern": "*.txt"}}\n</tool_call>',
+        None,
+        SEARCH,
+        f"(ran as run_code: {SEARCH})\n{FOUND}",
+    ),
+    "bare_json": ('{"function": "run_code", "parameters": "{\\"code\\": \\"6 * 7\\"}"}', None, "6 * 7", "42"),
+    "code_quoted": (
+        'Let me compute it.\n```json\n{"name": "run_code", "arguments": {"code": """\nx = 6\nx * 7\n"""}}\n```',
+        "Let me compute it.",
+        "x = 6\nx * 7",
+        "42",
+    ),
+}
+KINDS = {
+    "fenced_json": {"fenced_json": 1},
+    "tool_call_tags": {"tool_call_tags": 1, "catalog_name": 1},
+    "bare_json": {"bare_json": 1},
+    "code_quoted": {"fenced_json": 1, "code_quoted": 1},
+}
+
+
+@STREAMED
+@pytest.mark.parametrize("shape", list(TEXT_CALLS))
+async def test_a_call_written_in_the_reply_text_runs_as_the_call(
+    scope: ReplScope, shape: str, stream: bool, log_stream: io.StringIO
+) -> None:
+    text, prose, code, result = TEXT_CALLS[shape]
+    # Streamed, the text arrives in small content deltas, as llama-server sends it.
+    script = [text_reply(text, content_chunk=5), text_reply("It is done.")]
+    with ScriptedOpenAI(script) as server:
+        reply = await run(server, scope, stream=stream)
+    assert reply.reply == "It is done." and len(server.requests) == 2
+    assert tool_results(server.requests[1]) == [result]
+    [assistant] = [m for m in server.requests[1]["messages"] if m["role"] == "assistant"]
+    assert calls_sent_back(server.requests[1]) == [("run_code", {"code": code})]
+    assert assistant.get("content") == prose  # the JSON is a call now, not the model's words
+    [summary] = events(log_stream, "model.turn_summary")
+    assert (summary["repaired"], summary["repairs"]) == (1, KINDS[shape])
+    assert sorted(e["kind"] for e in events(log_stream, "backend.call_repaired")) == sorted(KINDS[shape])
+
+
+@STREAMED
+async def test_a_json_example_inside_an_explanation_stays_the_answer(scope: ReplScope, stream: bool) -> None:
+    text = (
+        "You can run code by calling the tool:\n"
+        '```json\n{"name": "run_code", "arguments": {"code": "6 * 7"}}\n```\n'
+        "It answers with the value of the last expression."
+    )
+    with ScriptedOpenAI([text_reply(text, content_chunk=5)]) as server:
+        result = await run(server, scope, stream=stream)
+    assert result.reply == text and len(server.requests) == 1
+
+
+async def test_a_call_to_an_unknown_tool_is_told_to_call_run_code(scope: ReplScope) -> None:
+    script = [tool_reply(call("kubectl", {"args": "get pods"})), text_reply("ok")]
+    with ScriptedOpenAI(script) as server:
+        await run(server, scope)
+    assert tool_results(server.requests[1]) == [
+        "error: unknown tool 'kubectl'. Available tools: run_code. "
+        'Call run_code with Python code: {"code": "..."}.'
+    ]
+
+
+@STREAMED
+async def test_calls_past_the_cap_of_one_reply_are_not_run(
+    scope: ReplScope, stream: bool, log_stream: io.StringIO
+) -> None:
+    many = tool_reply(*[call("search_files", {"path": "/data", "pattern": "*.txt"}) for _ in range(40)])
+    with ScriptedOpenAI([many, text_reply("done")]) as server:
+        await run(server, scope, stream=stream)
+    assert len(searched) == 16
+    results = tool_results(server.requests[1])
+    assert len(results) == 40 and results[:16] == [f"(ran as run_code: {SEARCH})\n{FOUND}"] * 16
+    assert results[16] == (
+        "error: not run: a reply may make at most 16 tool calls, and this was call 17 of 40. "
+        "Do repeated work in one run_code snippet, with a loop."
+    )
+    [capped] = events(log_stream, "model.tool_calls_capped")
+    assert (capped["calls"], capped["cap"], capped["level"]) == (40, 16, "warn")
+    [summary] = events(log_stream, "model.turn_summary")
+    assert (summary["run_code_calls"], summary["tool_errors"], summary["nested_calls"]) == (16, 24, 16)
+
+
+@STREAMED
+async def test_an_empty_reply_with_rounds_left_gets_one_nudge(
+    scope: ReplScope, stream: bool, log_stream: io.StringIO
+) -> None:
+    script = [tool_reply(call("run_code", {"code": "6 * 7"})), text_reply(""), text_reply("It is 42.")]
+    recorder = Recorder()
+    with ScriptedOpenAI(script) as server:
+        result = await run(server, scope, stream=stream, session=recorder)
+    assert result.reply == "It is 42." and len(server.requests) == 3
+    nudge = {"role": "user", "content": "Your reply was empty. Answer the question, or call run_code."}
+    assert server.requests[2]["messages"][-1] == nudge
+    assert [m.content for m in recorder.users] == ["question", nudge["content"]]
+    assert Message("user", nudge["content"]) in result.messages
+    [summary] = events(log_stream, "model.turn_summary")
+    assert summary["nudged"] is True
+
+
+@STREAMED
+async def test_a_reply_still_empty_after_the_nudge_says_what_happened(scope: ReplScope, stream: bool) -> None:
+    script = [tool_reply(call("run_code", {"code": "6 * 7"})), text_reply(""), {"content": None}]
+    with ScriptedOpenAI(script) as server:
+        result = await run(server, scope, stream=stream)
+    assert len(server.requests) == 3  # one nudge, not more
+    assert (
+        result.reply == "(no answer was produced: the model returned no text; the last tool result was: 42)"
+    )
+    assert result.messages[-1] == Message("assistant", result.reply)
+
+
+async def test_an_empty_first_reply_is_nudged_too() -> None:
+    with ScriptedOpenAI([text_reply("   "), text_reply("hello")]) as server:
+        result = await run(server, FakeToolSource())
+    assert result.reply == "hello"
+    assert [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"] == [
+        "question",
+        "Your reply was empty. Answer the question, or call run_code.",
+    ]
+
+
+async def test_temperature_and_max_tokens_reach_every_request() -> None:
+    script = [tool_reply(call("run_code", {"code": "1"})), text_reply("ok"), text_reply("ok")]
+    with ScriptedOpenAI(script) as server:
+        await run(server, FakeToolSource(), temperature=0.0, max_tokens=512)
+        await run(server, FakeToolSource())
+    assert [(b.get("temperature"), b.get("max_tokens")) for b in server.requests] == [
+        (0.0, 512),
+        (0.0, 512),
+        (None, None),
+    ]
+
+
+LLAMA_OVERFLOW = {
+    "error": {
+        "code": 400,
+        "message": "request (17012 tokens) exceeds the available context size (16384 tokens), try increasing it",
+        "type": "exceed_context_size_error",
+        "n_prompt_tokens": 17012,
+        "n_ctx": 16384,
+    }
+}
+OPENAI_OVERFLOW = {
+    "error": {
+        "message": "This model's maximum context length is 128000 tokens. However, your messages resulted in "
+        "130500 tokens. Please reduce the length of the messages.",
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded",
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("body", "sizes"),
+    [
+        (LLAMA_OVERFLOW, "17,012 tokens for a context of 16,384"),
+        (OPENAI_OVERFLOW, "130,500 tokens for a context of 128,000"),
+    ],
+    ids=["llama.cpp", "openai"],
+)
+async def test_a_context_overflow_is_said_as_such(body: dict[str, Any], sizes: str) -> None:
+    with ScriptedOpenAI([{"status": 400, "error_body": body}]) as server:
+        with pytest.raises(ModelServerError) as caught:
+            await run(server, FakeToolSource())
+        assert len(server.requests) == 1  # not retried: the same request cannot fit the next time
+    message = str(caught.value)
+    assert message.startswith(f"the conversation is too long for the model's context ({sizes}): ")
+    assert "--jinja" not in message and "tool calling" not in message and "check --model" not in message
+    assert "start a new conversation" in message and "\n" not in message
+    assert caught.value.status == 400
+
+
+async def test_a_request_timeout_names_the_setting() -> None:
+    held = text_reply("late", hold_at=1, holding=threading.Event(), release=threading.Event())
+    try:
+        with ScriptedOpenAI([held]) as server:
+            with pytest.raises(ModelServerError) as caught:
+                await run(server, FakeToolSource(), stream=True, request_timeout=0.5)
+            held["release"].set()
+    finally:
+        held["release"].set()
+    assert "did not answer within 0.5 s" in str(caught.value)
+    assert "raise request_timeout" in str(caught.value)  # the CLI says --request-timeout
