@@ -95,6 +95,7 @@ def answer_with_model(kubeconfig: Path, extra: list[str]) -> int:
                 f"   {summary['rounds']} round(s), {summary['run_code_calls']} run_code, "
                 f"{summary['nested_calls']} MCP call(s): {summary['bytes_in']:,} bytes in -> "
                 f"{summary['bytes_out']:,} bytes out"
+                + (f", {summary['repaired']} call(s) repaired" if summary.get("repaired") else "")
             )
         status = status or result.returncode
     return status
