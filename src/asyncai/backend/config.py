@@ -13,6 +13,19 @@ DEFAULT_SYSTEM_PROMPT = (
     "When you have the answer, reply to the user in plain text."
 )
 
+CodeProtocol = Literal["tools", "text"]
+PROTOCOLS: tuple[CodeProtocol, ...] = ("tools", "text")
+"""How a model sends its code: ``run_code`` tool calls, or a ```python block in its reply."""
+
+
+def protocol_named(name: str) -> CodeProtocol:
+    """The protocol called ``name``; ``ValueError`` naming the choices for any other."""
+    for protocol in PROTOCOLS:
+        if protocol == name:
+            return protocol
+    raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, not {name!r}")
+
+
 FINAL_ROUND_INSTRUCTION = (
     "You have used all tool rounds for this turn; tools are no longer available. "
     "Answer the user's request now from the tool results above. "
@@ -58,6 +71,10 @@ class BackendConfig:
     extra_body: dict[str, Any] = field(default_factory=dict)
     temperature: float | None = None
     max_tokens: int | None = None
+    protocol: CodeProtocol = "tools"
+    """How the model sends code: as ``run_code`` tool calls, or (``text``) as a ```python block in
+    a plain reply, which suits models that tool calling serves badly; a reply without one is the
+    answer."""
     max_calls_per_reply: int = 16
 
     def __post_init__(self) -> None:
@@ -67,6 +84,7 @@ class BackendConfig:
             raise ValueError("max_retries must not be negative")
         if self.temperature is not None and not (math.isfinite(self.temperature) and self.temperature >= 0):
             raise ValueError(f"temperature must be 0 or more, not {self.temperature!r}")
+        protocol_named(self.protocol)
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, not {self.max_tokens!r}")
         if self.request_timeout <= 0:

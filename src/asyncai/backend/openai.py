@@ -249,6 +249,13 @@ class OpenAiCompatibleBackend:
         # A call may name an offered tool or a function of run_code's catalog (run as a snippet).
         call_names = {*tools_by_name, *wire.code_functions(tools_by_name)}
         code_tool = wire.code_tool_name(tools_by_name)
+        config = self.config
+        text_protocol = config.protocol == "text" and code_tool is not None
+        if text_protocol:  # no tools offered: the code comes in the reply's text
+            assert code_tool is not None
+            prompt = wire.text_protocol_prompt(config.system_prompt, tools_by_name[code_tool])
+            config = dataclasses.replace(config, system_prompt=prompt)
+            tool_json, tool_names = [], []
         user_message = Message("user", wire.user_message_text(user_text, note))
         run_messages: list[Message] = [user_message]
         if session is not None:
@@ -260,11 +267,11 @@ class OpenAiCompatibleBackend:
         last_result: str | None = None
         try:
             for round_number in range(1, self.config.max_rounds + 1):
-                final = round_number == self.config.max_rounds and bool(tool_json)
+                final = round_number == self.config.max_rounds and (bool(tool_json) or text_protocol)
                 summary.rounds = round_number
                 summary.final_round_forced = final
                 body = wire.build_request_body(
-                    self.config,
+                    config,
                     history=history,
                     run_messages=run_messages,
                     tools=None if final else tool_json,
@@ -294,6 +301,13 @@ class OpenAiCompatibleBackend:
                     if eager is not None:
                         await asyncio.shield(eager.abandon())
                     raise
+                code = wire.python_code(turn.content) if text_protocol and not final else None
+                if code is not None:
+                    assert code_tool is not None
+                    last_result = await self._run_text_code(
+                        executor, code_tool, code, turn, summary, run_messages, session
+                    )
+                    continue
                 text_calls: wire.TextCalls | None = None
                 if not final and tool_json and not turn.tool_calls:
                     text_calls = wire.calls_in_text(turn.content, call_names)
@@ -376,6 +390,35 @@ class OpenAiCompatibleBackend:
             final_round_forced=summary.final_round_forced,
             summary=summary,
         )
+
+    async def _run_text_code(
+        self,
+        executor: ToolSource,
+        code_tool: str,
+        code: str,
+        turn: wire.AssistantTurn,
+        summary: TurnSummary,
+        run_messages: list[Message],
+        session: SessionHarness | None,
+    ) -> str:
+        """Run a text-protocol reply's program as the code tool would be called; its result goes
+        back as the next user message. Returns the result's text."""
+        arguments = {"code": code}
+        call = wire.PreparedCall(
+            id=f"text_{summary.rounds}", name=code_tool, arguments=arguments, error=None,
+            arguments_json=json.dumps(arguments),
+        )  # fmt: skip
+        reply = wire.assistant_message(turn.content, [], turn.reasoning_content)
+        run_messages.append(reply)
+        if session is not None:
+            session.assistant_turn(reply, self._model_turn(turn))
+        output = await self._call(executor, call)
+        summary.add_output(output, ran=True)
+        result = Message("user", wire.code_result_text(output.content, output.is_error))
+        run_messages.append(result)
+        if session is not None:
+            session.user_turn(result)
+        return output.content
 
     async def _traced_complete(
         self, body: dict[str, Any], eager: EagerCalls | None, round_number: int

@@ -906,6 +906,35 @@ def calls_in_text(content: str | None, names: Collection[str]) -> TextCalls | No
 # What a run ends with, and what a failed request says
 
 
+_PYTHON_BLOCK = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.S)
+
+
+def python_code(content: str | None) -> str | None:
+    """The code of a text-protocol reply: its ```python blocks, in order, joined; ``None`` when
+    it has none (the reply is then the answer)."""
+    blocks = [block.strip("\n") for block in _PYTHON_BLOCK.findall(content or "")]
+    blocks = [block for block in blocks if block.strip()]
+    return "\n".join(blocks) if blocks else None
+
+
+def text_protocol_prompt(system_prompt: str, code_tool: ToolDefinition) -> str:
+    """The system prompt of the text protocol: no tools are offered, so the code tool's own
+    description (its rules and functions) says what a program may call."""
+    return (
+        f"{system_prompt}\n\n"
+        "To use the functions below, reply with one Python program in a ```python block and "
+        "nothing after it; it runs, and its result comes back to you in the next message. "
+        "Call the functions with await and keyword arguments. When you have the answer, reply "
+        "in plain text without a code block.\n\n"
+        f"{code_tool.description}"
+    )
+
+
+def code_result_text(result: str, is_error: bool) -> str:
+    """How a text-protocol program's result comes back to the model (as a user message)."""
+    return f"{'Error from' if is_error else 'Result of'} your program:\n{result}"
+
+
 def empty_reply_nudge(code_tool: str | None) -> str:
     """The user message after an empty reply with rounds left."""
     if code_tool is None:

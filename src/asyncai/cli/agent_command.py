@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from asyncai.activity import QUIET
 from asyncai.backend import DEFAULT_SYSTEM_PROMPT, BackendConfig
+from asyncai.backend.config import protocol_named
 from asyncai.cli.approval import TerminalApprover
 from asyncai.cli.blocking import LineReader, read_in_thread
 from asyncai.cli.chat import Chat
@@ -78,6 +79,7 @@ def backend_config(settings: Settings, *, stream_by_default: bool = False) -> Ba
             temperature=settings.optional_number("temperature", allow_zero=True),
             max_tokens=settings.count("max_tokens", 1) if settings.get("max_tokens") is not None else None,
             request_timeout=settings.number("request_timeout", 300.0),
+            protocol=protocol_named(settings.text("protocol", "tools") or "tools"),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None

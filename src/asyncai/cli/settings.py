@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from asyncai.approvals.gate import MUTATION_POLICIES, MutationPolicy
+from asyncai.backend.config import PROTOCOLS
 from asyncai.code_mode import SANDBOX_KINDS, CodeModeLimits, SandboxConfig
 from asyncai.code_mode.limits import parse_memory
 from asyncai.code_mode.sandbox.config import SandboxKind
@@ -158,6 +159,12 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         type=float,
         metavar="SECONDS",
         help="wait for one model reply at most this long (300)",
+    )
+    group.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        help="how the model sends code: tools (run_code calls, the default) or text (a ```python "
+        "block in its reply, for models that call tools badly)",
     )
     group.add_argument("--system", help="system prompt text")
     group.add_argument("--system-file", metavar="PATH", help="system prompt file")
