@@ -12,6 +12,7 @@ import pytest
 
 from asyncai.code_mode import CodeMode, SandboxConfig
 from asyncai.code_mode.engine import repl
+from asyncai.tools.functions import FunctionTools, tool
 from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor, run
 from tests.fakes.logs import captured_log
 
@@ -140,16 +141,23 @@ async def test_accepted_patterns_are_not_refused(code_mode: CodeMode, fake: Fake
 
 async def test_a_scope_running_a_snippet_is_not_parked_and_idle_ones_are(fake: FakeExecutor) -> None:
     sandbox = SandboxConfig(max_workers=2, checkout_timeout=10.0)
-    async with CodeMode(fake, TEST_LIMITS, sandbox=sandbox) as code_mode:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @tool(read_only=True)
+    async def held() -> str:
+        """Wait until the test releases it."""
+        started.set()
+        await release.wait()
+        return "released"
+
+    async with CodeMode([fake, FunctionTools([held])], TEST_LIMITS, sandbox=sandbox) as code_mode:
         busy = code_mode.scopes.get("busy")
-        started = asyncio.Event()
-        fake.on_call = started.set
-        running = asyncio.create_task(run(busy, "mine = 'busy'\nawait wait(seconds=0.5)\nmine"))
+        running = asyncio.create_task(run(busy, "mine = 'busy'\nawait held()\nmine"))
         await started.wait()
-        fake.on_call = None
         for number in range(4):  # they share the one other worker, parking each other
             assert (await run(code_mode.scopes.get(f"t{number}"), f"x = {number}\nx")).content == str(number)
             assert busy in code_mode._setup.room.holders and not busy.parked
+        release.set()  # the busy snippet ends only now, however slow the machine
         assert (await running).content == "busy"
         assert code_mode.scopes.get("t0").parked
         assert (await run(code_mode.scopes.get("t0"), "x")).content == "0"

@@ -235,8 +235,10 @@ def chat_at_the_terminal(everything: str, home: Path) -> Outcome:
     ]
     outcome = Outcome(home)
     with ScriptedOpenAI(script) as model:
+        # Mutating calls would be asked about first (the chat's default): this test is about what servers ask.
+        argv = ["--base-url", model.base_url, "--model", "m", "--no-session", "--mutations", "allow"]
         chat = on_a_terminal(
-            ["--base-url", model.base_url, "--model", "m", "--no-session", "--mcp-stdio", everything],
+            [*argv, "--mcp-stdio", everything],
             "".join(f"{line}\n" for line in FORM_AT_THE_TERMINAL),
             home / "state",
             cwd=outcome.project,
