@@ -1,0 +1,153 @@
+"""Model exchanges, recorded and replayed.
+
+``Recorder`` is a loopback proxy in front of a real OpenAI-compatible server: each chat request and
+the reply it got are kept (with the world's paths and ports replaced by placeholders, so a
+recording made in one world replays in another), and the token counts summed. ``Replayer`` is a
+loopback server that answers each request with the recorded reply, after checking the request is
+the recorded one: a request that changed gets no answer, and ``mismatch`` says how it changed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import socket
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+RERECORD = "make eval EVAL_ARGS='--record'"
+
+
+@dataclass
+class Exchange:
+    request: dict[str, Any]
+    reply: dict[str, Any]
+    status: int = 200
+
+
+def swap(value: Any, replacements: dict[str, str]) -> Any:
+    """``value`` (JSON data) with every occurrence of each key replaced by its value, in strings."""
+    text = json.dumps(value, ensure_ascii=False)
+    for old, new in sorted(replacements.items(), key=lambda item: -len(item[0])):
+        text = text.replace(
+            json.dumps(old, ensure_ascii=False)[1:-1], json.dumps(new, ensure_ascii=False)[1:-1]
+        )
+    return json.loads(text)
+
+
+def canonical(request: dict[str, Any]) -> str:
+    return json.dumps(request, indent=1, sort_keys=True, ensure_ascii=False)
+
+
+class _LoopbackServer:
+    """A Starlette app served by uvicorn on 127.0.0.1 in a thread of its own."""
+
+    def __init__(self, app: Starlette) -> None:
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.bind(("127.0.0.1", 0))
+        self._socket.listen(64)
+        self.port = self._socket.getsockname()[1]
+        config = uvicorn.Config(app, log_config=None, log_level="warning", access_log=False, lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._socket]}, name="eval-model", daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._socket.close()
+
+
+class Recorder(_LoopbackServer):
+    """A proxy to ``upstream`` (an OpenAI-compatible API root) that keeps every exchange."""
+
+    def __init__(self, upstream: str, api_key: str | None = None, timeout: float = 900.0) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.timeout = timeout
+        self.exchanges: list[Exchange] = []
+        self.placeholders: dict[str, str] = {}
+        """The current world's paths and ports, by the placeholder a recording keeps instead."""
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        super().__init__(Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])]))
+
+    def take(self) -> tuple[list[Exchange], int, int]:
+        """The exchanges and token counts since the last ``take``."""
+        taken = (self.exchanges, self.prompt_tokens, self.completion_tokens)
+        self.exchanges, self.prompt_tokens, self.completion_tokens = [], 0, 0
+        return taken
+
+    async def _chat(self, request: Request) -> Response:
+        body = await request.json()
+        if body.get("stream"):
+            return JSONResponse({"error": {"message": "the eval's recorder takes no streamed requests"}}, 400)
+        async with httpx2.AsyncClient(timeout=self.timeout) as client:
+            answer = await client.post(f"{self.upstream}/chat/completions", json=body, headers=self.headers)
+        try:
+            reply = answer.json()
+        except ValueError:
+            reply = {"error": {"message": answer.text[:2000]}}
+        usage = reply.get("usage") if isinstance(reply, dict) else None
+        if isinstance(usage, dict):
+            self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+            self.completion_tokens += int(usage.get("completion_tokens") or 0)
+        self.exchanges.append(
+            Exchange(swap(body, self.placeholders), swap(reply, self.placeholders), answer.status_code)
+        )
+        return JSONResponse(reply, answer.status_code)
+
+
+@dataclass
+class Replayer(_LoopbackServer):
+    """Answers the recorded requests, in order, with their recorded replies."""
+
+    exchanges: list[Exchange]
+    values: dict[str, str]
+    """The replaying world's values, by the placeholder a recording holds in their place."""
+    served: int = 0
+    mismatch: str | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        super().__init__(Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])]))
+
+    async def _chat(self, request: Request) -> Response:
+        body = await request.json()
+        with self._lock:
+            if self.served >= len(self.exchanges):
+                self.mismatch = f"request {self.served + 1} was never recorded:\n{canonical(body)[:3000]}"
+                return JSONResponse({"error": {"message": "not recorded"}}, 400)
+            recorded = self.exchanges[self.served]
+            self.served += 1
+        wanted = swap(recorded.request, self.values)
+        if canonical(body) != canonical(wanted):
+            diff = difflib.unified_diff(
+                canonical(wanted).splitlines(),
+                canonical(body).splitlines(),
+                "recorded",
+                "now",
+                lineterm="",
+                n=2,
+            )
+            self.mismatch = f"request {self.served} changed since it was recorded:\n" + "\n".join(
+                list(diff)[:80]
+            )
+            return JSONResponse({"error": {"message": "the request changed since it was recorded"}}, 400)
+        return JSONResponse(swap(recorded.reply, self.values), recorded.status)

@@ -1,0 +1,333 @@
+"""``make eval``: the task suite against a real model, in each mode, written up as a table.
+
+``python -m evals.run`` starts the local model (Qwen2.5-Coder-1.5B on llama.cpp, ``evals.local_model``)
+unless ``--base-url`` and ``--model`` name another OpenAI-compatible endpoint. Each attempt runs one
+task in a fresh world (``evals.world``) in one mode:
+
+- ``code``: code mode, the model calling ``run_code`` as a tool;
+- ``text``: code mode with the text protocol, the program in a ```python block of the reply;
+- ``direct``: the model calling the MCP tools itself, the baseline code mode is measured against.
+
+Per task and mode it records success, model rounds, prompt and completion tokens, the bytes of tool
+results that reached the context, repairs and wall time; it writes ``benchmarks/EVAL.md``,
+``benchmarks/eval_results.json`` and (with matplotlib, the ``eval`` extra) ``benchmarks/eval.png``.
+With ``--record`` each attempt's model exchanges go to ``evals/recordings/``, which ``make test``
+replays.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from asyncai import CodeMode, CodeModeLimits, McpServers, ToolSource
+from asyncai.backend.config import NO_ANSWER_TEXT, BackendConfig
+from asyncai.backend.openai import ModelServerError, OpenAiCompatibleBackend, RunResult
+from evals.recording import Exchange, Recorder
+from evals.tasks import BY_NAME, TASKS, Task
+from evals.world import World, new_world, services
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDINGS = ROOT / "evals" / "recordings"
+MODES = ("code", "text", "direct")
+ATTEMPT_TIMEOUT = 900.0
+LIMITS = CodeModeLimits(max_memory=512 * 2**20)
+
+
+@dataclass
+class Attempt:
+    task: str
+    size: str
+    mode: str
+    repetition: int
+    success: bool
+    failure: str | None
+    """``None``, or ``model: ...`` / ``harness: ...`` (see ``classify``)."""
+    rounds: int
+    prompt_tokens: int
+    completion_tokens: int
+    tool_result_bytes: int
+    repairs: int
+    seconds: float
+    reply: str
+    exchanges: list[Exchange] = field(default_factory=list, repr=False)
+
+
+def executor_for(mode: str, servers: McpServers) -> ToolSource:
+    """What the model's tool calls run on in ``mode``: the servers themselves, or code mode."""
+    return servers if mode == "direct" else CodeMode(servers, LIMITS, mutations="allow")
+
+
+_CALL_IN_TEXT = re.compile(r'```(?:json)?\s*\{\s*"(?:name|function)"|<tool_call>|^\s*\{\s*"name"\s*:', re.M)
+_GAVE_UP = re.compile(r"\b(sorry|unable to|cannot|can't|don't have access|not able to)\b", re.I)
+
+
+def classify(result: RunResult | None, error: str | None) -> str:
+    """Why a failed attempt failed: the harness's fault or the model's, by rule."""
+    if result is None:
+        return f"harness: the run failed ({error})"
+    reply = result.reply.strip()
+    if not reply or reply == NO_ANSWER_TEXT:
+        return "harness: a turn without an answer"
+    if _CALL_IN_TEXT.search(reply):
+        return "harness: a call it did not recognise"
+    if _GAVE_UP.search(reply):
+        return "model: gave up"
+    tool_texts = [m.content or "" for m in result.messages if m.role == "tool"]
+    if tool_texts and ("Traceback" in tool_texts[-1] or tool_texts[-1].startswith("error")):
+        return "model: wrong code"
+    return "model: wrong answer"
+
+
+async def run_attempt(task: Task, mode: str, repetition: int, world: World, recorder: Recorder,
+                      config: BackendConfig) -> Attempt:  # fmt: skip
+    recorder.placeholders = world.placeholders()
+    recorder.take()
+    started = time.perf_counter()
+    result: RunResult | None = None
+    error: str | None = None
+    async with AsyncExitStack() as stack:
+        servers = await stack.enter_async_context(McpServers([world.server(name) for name in task.servers]))
+        executor = executor_for(mode, servers)
+        if isinstance(executor, CodeMode):
+            await stack.enter_async_context(executor)
+        backend = await stack.enter_async_context(OpenAiCompatibleBackend(config))
+        try:
+            async with asyncio.timeout(ATTEMPT_TIMEOUT):
+                result = await backend.run(history=[], user_text=task.prompt(world), executor=executor)
+        except (ModelServerError, TimeoutError) as exc:
+            error = str(exc) or type(exc).__name__
+    seconds = time.perf_counter() - started
+    exchanges, prompt_tokens, completion_tokens = recorder.take()
+    success = result is not None and task.check(result.reply, world)
+    summary = result.summary if result is not None else None
+    return Attempt(
+        task=task.name,
+        size=task.size,
+        mode=mode,
+        repetition=repetition,
+        success=success,
+        failure=None if success else classify(result, error),
+        rounds=result.rounds if result is not None else 0,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        tool_result_bytes=summary.bytes_out if summary is not None else 0,
+        repairs=summary.repaired if summary is not None else 0,
+        seconds=round(seconds, 1),
+        reply=(result.reply if result is not None else error or "")[:2000],
+        exchanges=exchanges,
+    )
+
+
+def progress_line(attempt: Attempt) -> str:
+    mark = "ok" if attempt.success else "NO"
+    why = "" if attempt.success else f"  {attempt.failure}"
+    return (
+        f"{mark} {attempt.task:26} {attempt.mode:7} #{attempt.repetition} {attempt.rounds} rounds "
+        f"{attempt.prompt_tokens:>6} prompt tokens {attempt.seconds:>6.1f} s{why}"
+    )
+
+
+def backend_config(
+    url: str, model: str, mode: str, max_rounds: int, sampling: dict[str, Any]
+) -> BackendConfig:
+    """How an attempt in ``mode`` talks to the model (``sampling``: the seed and temperature)."""
+    return BackendConfig(
+        base_url=url,
+        model=model,
+        max_rounds=max_rounds,
+        request_timeout=ATTEMPT_TIMEOUT,
+        extra_body=sampling,
+        protocol="text" if mode == "text" else "tools",
+    )
+
+
+def save_recording(attempt: Attempt, directory: Path, rounds_limit: int) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    record = {**{k: v for k, v in asdict(attempt).items() if k != "exchanges"}, "rounds_limit": rounds_limit,
+              "exchanges": [asdict(exchange) for exchange in attempt.exchanges]}  # fmt: skip
+    name = f"{attempt.task}--{attempt.mode}--{attempt.repetition}.json"
+    (directory / name).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+
+
+@contextmanager
+def model_endpoint(base_url: str | None, model: str | None) -> Iterator[tuple[str, str]]:
+    if base_url and model:
+        yield base_url, model
+        return
+    from evals import local_model
+
+    with local_model.running_server() as server:
+        yield server.base_url, local_model.MODEL_ALIAS
+
+
+async def run_all(args: argparse.Namespace, base_url: str, model: str) -> list[Attempt]:
+    tasks = [BY_NAME[name] for name in args.tasks] if args.tasks else list(TASKS)
+    attempts: list[Attempt] = []
+    recorder = Recorder(base_url, args.api_key)
+    recorder.start()
+    try:
+        with services() as (site, kcp):
+            for repetition in range(args.repeat):
+                for task in tasks:
+                    for mode in args.modes:
+                        # A fixed seed per repetition: the same attempt samples the same way again.
+                        sampling = {"seed": args.seed + repetition, "temperature": args.temperature}
+                        config = backend_config(recorder.url, model, mode, args.max_rounds, sampling)
+                        with new_world(site, kcp) as world:
+                            attempt = await run_attempt(task, mode, repetition, world, recorder, config)
+                        attempts.append(attempt)
+                        if args.record:
+                            save_recording(attempt, RECORDINGS, args.max_rounds)
+                        print(progress_line(attempt), flush=True)
+    finally:
+        recorder.stop()
+    return attempts
+
+
+def summary_rows(attempts: list[Attempt]) -> list[dict[str, Any]]:
+    rows = []
+    keys = sorted(
+        {(a.task, a.size, a.mode) for a in attempts},
+        key=lambda k: ([t.name for t in TASKS].index(k[0]), k[2]),
+    )
+    for task, size, mode in keys:
+        group = [a for a in attempts if (a.task, a.mode) == (task, mode)]
+        n = len(group)
+        rows.append({
+            "task": task, "size": size, "mode": mode, "attempts": n,
+            "success": sum(a.success for a in group),
+            "rounds": sum(a.rounds for a in group) / n,
+            "prompt_tokens": sum(a.prompt_tokens for a in group) / n,
+            "completion_tokens": sum(a.completion_tokens for a in group) / n,
+            "tool_result_bytes": sum(a.tool_result_bytes for a in group) / n,
+            "repairs": sum(a.repairs for a in group),
+            "seconds": sum(a.seconds for a in group) / n,
+        })  # fmt: skip
+    return rows
+
+
+def markdown(attempts: list[Attempt], model: str, args: argparse.Namespace) -> str:
+    lines = [
+        "# Eval: the task suite on a real model",
+        "",
+        f"Model `{model}`; {args.repeat} repetition(s) per task and mode, seeds {args.seed}.., "
+        f"temperature {args.temperature}; at most {args.max_rounds} model rounds per attempt. "
+        "Written by `make eval` (`python -m evals.run`).",
+        "",
+        "| task | size | mode | success | rounds | prompt tokens | completion tokens | tool result bytes "
+        "| repairs | seconds |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in summary_rows(attempts):
+        lines.append(
+            f"| {row['task']} | {row['size']} | {row['mode']} | {row['success']}/{row['attempts']} | "
+            f"{row['rounds']:.1f} | {row['prompt_tokens']:,.0f} | {row['completion_tokens']:,.0f} | "
+            f"{row['tool_result_bytes']:,.0f} | {row['repairs']} | {row['seconds']:.0f} |"
+        )
+    lines += [
+        "",
+        "## By mode and size",
+        "",
+        "| mode | size | success | prompt tokens per attempt |",
+        "|---|---|---|---|",
+    ]
+    for mode in args.modes:
+        for size in ("one", "few", "loop", "all"):
+            group = [a for a in attempts if a.mode == mode and (size == "all" or a.size == size)]
+            if group:
+                rate = sum(a.success for a in group) / len(group)
+                tokens = sum(a.prompt_tokens for a in group) / len(group)
+                won = sum(a.success for a in group)
+                lines.append(f"| {mode} | {size} | {rate:.0%} ({won}/{len(group)}) | {tokens:,.0f} |")
+    failed = [a for a in attempts if not a.success]
+    lines += ["", "## Every failed attempt", "",
+              "Classified by rule (`evals.run.classify`): the harness's fault (no answer, a call it did "
+              "not recognise, the run failed) or the model's (gave up, wrong code, wrong answer).", "",
+              "| task | mode | # | class | reply (start) |", "|---|---|---|---|---|"]  # fmt: skip
+    for a in failed:
+        reply = " ".join(a.reply.split())[:140].replace("|", "\\|")
+        lines.append(f"| {a.task} | {a.mode} | {a.repetition} | {a.failure} | {reply} |")
+    harness = sum(1 for a in failed if (a.failure or "").startswith("harness"))
+    lines += [
+        "",
+        f"Failed attempts: {len(failed)}; the harness's: {harness}; the model's: {len(failed) - harness}.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def chart(attempts: list[Attempt], path: Path, modes: list[str]) -> bool:
+    """Success rate and prompt tokens per mode, as a PNG; False without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    sizes = ["one", "few", "loop"]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    width = 0.8 / max(len(modes), 1)
+    for index, mode in enumerate(modes):
+        rates, tokens = [], []
+        for size in sizes:
+            group = [a for a in attempts if a.mode == mode and a.size == size]
+            rates.append(100 * sum(a.success for a in group) / len(group) if group else 0)
+            tokens.append(sum(a.prompt_tokens for a in group) / len(group) if group else 0)
+        positions = [i + index * width for i in range(len(sizes))]
+        left.bar(positions, rates, width, label=mode)
+        right.bar(positions, tokens, width, label=mode)
+    for axis, title in ((left, "success (%)"), (right, "prompt tokens per attempt")):
+        axis.set_xticks([i + width * (len(modes) - 1) / 2 for i in range(len(sizes))], sizes)
+        axis.set_title(title)
+        axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m evals.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--base-url", help="an OpenAI-compatible API root (default: the local model)")
+    parser.add_argument("--model", help="the model name at --base-url")
+    parser.add_argument("--api-key")
+    parser.add_argument("--tasks", nargs="*", choices=sorted(BY_NAME), help="default: every task")
+    parser.add_argument("--modes", nargs="*", choices=MODES, default=list(MODES))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--temperature", type=float, default=0.2)
+    parser.add_argument("--max-rounds", type=int, default=6)
+    parser.add_argument(
+        "--record", action="store_true", help="keep each attempt's exchanges in evals/recordings"
+    )
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks")
+    args = parser.parse_args(argv)
+    if bool(args.base_url) != bool(args.model):
+        parser.error("--base-url and --model go together")
+    with model_endpoint(args.base_url, args.model) as (base_url, model):
+        attempts = asyncio.run(run_all(args, base_url, model))
+    args.out.mkdir(parents=True, exist_ok=True)
+    results = [{k: v for k, v in asdict(a).items() if k != "exchanges"} for a in attempts]
+    (args.out / "eval_results.json").write_text(
+        json.dumps({"model": model, "attempts": results}, indent=1) + "\n"
+    )
+    report = markdown(attempts, model, args)
+    (args.out / "EVAL.md").write_text(report)
+    drawn = chart(attempts, args.out / "eval.png", args.modes)
+    print(report)
+    if not drawn:
+        print("(no chart: matplotlib is not installed; pip install -e '.[eval]')", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
