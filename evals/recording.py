@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import socket
 import threading
 from dataclasses import dataclass, field
@@ -41,6 +42,16 @@ def swap(value: Any, replacements: dict[str, str]) -> Any:
             json.dumps(old, ensure_ascii=False)[1:-1], json.dumps(new, ensure_ascii=False)[1:-1]
         )
     return json.loads(text)
+
+
+_WORLD_PATH = re.compile(r"/tmp/asyncai-eval-\w+")
+_LOOPBACK_URL = re.compile(r"http://127\.0\.0\.1:\d+")
+
+
+def stable(text: str) -> str:
+    """``text`` with what differs between two worlds (their directory and loopback ports) named
+    the same way: two runs of one attempt in two worlds then read alike."""
+    return _LOOPBACK_URL.sub("http://127.0.0.1:PORT", _WORLD_PATH.sub("{WORLD}", text))
 
 
 def canonical(request: dict[str, Any]) -> str:

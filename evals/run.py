@@ -39,7 +39,7 @@ from evals.world import World, new_world, services
 ROOT = Path(__file__).resolve().parents[1]
 RECORDINGS = ROOT / "evals" / "recordings"
 MODES = ("code", "text", "direct")
-ATTEMPT_TIMEOUT = 900.0
+ATTEMPT_TIMEOUT = 420.0
 LIMITS = CodeModeLimits(max_memory=512 * 2**20)
 
 
@@ -74,6 +74,8 @@ _GAVE_UP = re.compile(r"\b(sorry|unable to|cannot|can't|don't have access|not ab
 def classify(result: RunResult | None, error: str | None) -> str:
     """Why a failed attempt failed: the harness's fault or the model's, by rule."""
     if result is None:
+        if (error is not None and "timed out" in error.lower()) or error == "TimeoutError":
+            return "model: too slow (the attempt's time ran out)"
         return f"harness: the run failed ({error})"
     reply = result.reply.strip()
     if not reply or reply == NO_ANSWER_TEXT:
@@ -140,7 +142,7 @@ def progress_line(attempt: Attempt) -> str:
 def backend_config(
     url: str, model: str, mode: str, max_rounds: int, sampling: dict[str, Any]
 ) -> BackendConfig:
-    """How an attempt in ``mode`` talks to the model (``sampling``: the seed and temperature)."""
+    """How an attempt in ``mode`` talks to the model (``sampling``: seed, temperature, max_tokens)."""
     return BackendConfig(
         base_url=url,
         model=model,
@@ -149,6 +151,20 @@ def backend_config(
         extra_body=sampling,
         protocol="text" if mode == "text" else "tools",
     )
+
+
+def write_report(attempts: list[Attempt], model: str, args: argparse.Namespace) -> str:
+    """EVAL.md, the raw results and the chart, from the attempts so far (rewritten after each)."""
+    args.out.mkdir(parents=True, exist_ok=True)
+    results = [{k: v for k, v in asdict(a).items() if k != "exchanges"} for a in attempts]
+    (args.out / "eval_results.json").write_text(
+        json.dumps({"model": model, "attempts": results}, indent=1) + "\n"
+    )
+    report = markdown(attempts, model, args)
+    (args.out / "EVAL.md").write_text(report)
+    if not chart(attempts, args.out / "eval.png", args.modes):
+        print("(no chart: matplotlib is not installed; make eval installs it)", file=sys.stderr)
+    return report
 
 
 def save_recording(attempt: Attempt, directory: Path, rounds_limit: int) -> None:
@@ -181,13 +197,18 @@ async def run_all(args: argparse.Namespace, base_url: str, model: str) -> list[A
                 for task in tasks:
                     for mode in args.modes:
                         # A fixed seed per repetition: the same attempt samples the same way again.
-                        sampling = {"seed": args.seed + repetition, "temperature": args.temperature}
+                        sampling = {
+                            "seed": args.seed + repetition,
+                            "temperature": args.temperature,
+                            "max_tokens": args.max_tokens,
+                        }
                         config = backend_config(recorder.url, model, mode, args.max_rounds, sampling)
                         with new_world(site, kcp) as world:
                             attempt = await run_attempt(task, mode, repetition, world, recorder, config)
                         attempts.append(attempt)
                         if args.record:
                             save_recording(attempt, RECORDINGS, args.max_rounds)
+                        write_report(attempts, model, args)
                         print(progress_line(attempt), flush=True)
     finally:
         recorder.stop()
@@ -292,6 +313,7 @@ def chart(attempts: list[Attempt], path: Path, modes: list[str]) -> bool:
         axis.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=100)
+    plt.close(figure)  # the report is drawn again after every attempt
     return True
 
 
@@ -306,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--temperature", type=float, default=0.2)
     parser.add_argument("--max-rounds", type=int, default=6)
+    parser.add_argument("--max-tokens", type=int, default=768, help="tokens per model reply")
     parser.add_argument(
         "--record", action="store_true", help="keep each attempt's exchanges in evals/recordings"
     )
@@ -315,17 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--base-url and --model go together")
     with model_endpoint(args.base_url, args.model) as (base_url, model):
         attempts = asyncio.run(run_all(args, base_url, model))
-    args.out.mkdir(parents=True, exist_ok=True)
-    results = [{k: v for k, v in asdict(a).items() if k != "exchanges"} for a in attempts]
-    (args.out / "eval_results.json").write_text(
-        json.dumps({"model": model, "attempts": results}, indent=1) + "\n"
-    )
-    report = markdown(attempts, model, args)
-    (args.out / "EVAL.md").write_text(report)
-    drawn = chart(attempts, args.out / "eval.png", args.modes)
-    print(report)
-    if not drawn:
-        print("(no chart: matplotlib is not installed; pip install -e '.[eval]')", file=sys.stderr)
+    print(write_report(attempts, model, args))
     return 0
 
 

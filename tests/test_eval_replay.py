@@ -1,0 +1,59 @@
+"""Real-model runs in every test run: each recorded eval attempt (``evals/recordings``, written by
+``make eval`` with ``--record``) is run again through the whole harness, the recorded replies
+answering the model's side, while the MCP servers, the sandbox and the world are real. A request
+the harness now sends differently from the recorded one fails with the difference and the command
+that records afresh; otherwise the attempt must end with the recorded reply and verdict.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from evals.recording import RERECORD, Exchange, Recorder, Replayer, stable
+from evals.run import backend_config, run_attempt
+from evals.tasks import BY_NAME
+from evals.world import new_world, services
+
+RECORDINGS = sorted((Path(__file__).resolve().parents[1] / "evals" / "recordings").glob("*.json"))
+MINIMUM_EXCHANGES = 30
+
+pytestmark = pytest.mark.anyio
+
+
+def load(path: Path) -> dict[str, Any]:
+    record: dict[str, Any] = json.loads(path.read_text())
+    record["exchanges"] = [Exchange(**exchange) for exchange in record["exchanges"]]
+    return record
+
+
+def test_enough_real_model_exchanges_are_recorded() -> None:
+    exchanges = sum(len(load(path)["exchanges"]) for path in RECORDINGS)
+    assert exchanges >= MINIMUM_EXCHANGES, f"{exchanges} recorded exchanges; record more with {RERECORD}"
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=[path.stem for path in RECORDINGS])
+async def test_a_recorded_attempt_replays_through_the_harness(path: Path) -> None:
+    record = load(path)
+    task = BY_NAME[record["task"]]
+    with services() as (site, kcp), new_world(site, kcp) as world:
+        values = {placeholder: value for value, placeholder in world.placeholders().items()}
+        replayer = Replayer(record["exchanges"], values)
+        replayer.start()
+        recorder = Recorder(replayer.url)  # as make eval ran it: through the recording proxy
+        recorder.start()
+        try:
+            first = record["exchanges"][0].request
+            sampling = {key: first[key] for key in ("seed", "temperature", "max_tokens") if key in first}
+            config = backend_config(
+                recorder.url, first["model"], record["mode"], record["rounds_limit"], sampling
+            )
+            attempt = await run_attempt(task, record["mode"], record["repetition"], world, recorder, config)
+        finally:
+            recorder.stop()
+            replayer.stop()
+    assert replayer.mismatch is None, f"{replayer.mismatch}\n\nRecord again with: {RERECORD}"
+    assert replayer.served == len(record["exchanges"]), "every recorded exchange was asked for"
+    assert (stable(attempt.reply), attempt.success) == (stable(record["reply"]), record["success"])
