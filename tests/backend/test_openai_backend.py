@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,7 +21,7 @@ from asyncai.backend import (
 from asyncai.log import dumps_compact
 from asyncai.tools.types import ToolCallOutput
 from tests.fakes.executors import ECHO, RUN_CODE, FakeToolSource, nested_audit
-from tests.fakes.logs import captured_log
+from tests.fakes.logs import events
 from tests.fakes.openai_server import ScriptedOpenAI, ScriptEntry, call, text_reply, tool_reply
 
 pytestmark = pytest.mark.anyio
@@ -59,17 +58,6 @@ def tool_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 def assistant_calls(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for m in body["messages"] if m["role"] == "assistant" for c in m.get("tool_calls", [])]
-
-
-@pytest.fixture
-def log_stream() -> Iterator[io.StringIO]:
-    with captured_log(verbose=True) as stream:
-        yield stream
-
-
-def events(stream: io.StringIO, name: str) -> list[dict[str, Any]]:
-    lines = [json.loads(line) for line in stream.getvalue().splitlines() if line.strip()]
-    return [line for line in lines if line["event"] == name]
 
 
 async def test_tool_round_then_answer() -> None:

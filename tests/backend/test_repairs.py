@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import json
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -27,7 +27,7 @@ from asyncai.tools.functions import FunctionTools, tool
 from asyncai.tools.types import ToolCallOutput, ToolSource
 from tests.code_mode.conftest import TEST_LIMITS
 from tests.fakes.executors import FakeToolSource
-from tests.fakes.logs import captured_log
+from tests.fakes.logs import events
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
 
 pytestmark = pytest.mark.anyio
@@ -61,17 +61,6 @@ async def scope() -> AsyncIterator[ReplScope]:
             yield scope
         finally:
             await scope.aclose()
-
-
-@pytest.fixture
-def log_stream() -> Iterator[io.StringIO]:
-    with captured_log(verbose=True) as stream:
-        yield stream
-
-
-def events(stream: io.StringIO, name: str) -> list[dict[str, Any]]:
-    lines = [json.loads(line) for line in stream.getvalue().splitlines() if line.strip()]
-    return [line for line in lines if line["event"] == name]
 
 
 class Recorder:

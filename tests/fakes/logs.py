@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 from collections.abc import Iterator
+from typing import Any
 
 from asyncai.log import configure_logging
 
@@ -19,3 +21,9 @@ def captured_log(verbose: bool = False) -> Iterator[io.StringIO]:
         yield stream
     finally:
         configure_logging(verbose=False)
+
+
+def events(stream: io.StringIO, name: str) -> list[dict[str, Any]]:
+    """The logged events called ``name``, in order, each as its parsed NDJSON line."""
+    lines = [json.loads(line) for line in stream.getvalue().splitlines() if line.strip()]
+    return [line for line in lines if line["event"] == name]
