@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from asyncai import CodeMode, CodeModeLimits, McpServers, ToolSource
+from asyncai.backend import wire
 from asyncai.backend.config import NO_ANSWER_TEXT, BackendConfig
 from asyncai.backend.openai import ModelServerError, OpenAiCompatibleBackend, RunResult
 from evals.recording import Exchange, Recorder
@@ -67,25 +68,35 @@ def executor_for(mode: str, servers: McpServers) -> ToolSource:
     return servers if mode == "direct" else CodeMode(servers, LIMITS, mutations="allow")
 
 
-_CALL_IN_TEXT = re.compile(r'```(?:json)?\s*\{\s*"(?:name|function)"|<tool_call>|^\s*\{\s*"name"\s*:', re.M)
 _GAVE_UP = re.compile(r"\b(sorry|unable to|cannot|can't|don't have access|not able to)\b", re.I)
+_CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.S)
+_OVERFLOW = "too long for the model's context"
 
 
-def classify(result: RunResult | None, error: str | None) -> str:
-    """Why a failed attempt failed: the harness's fault or the model's, by rule."""
+def classify(
+    result: RunResult | None, error: str | None, finish_reason: str | None, call_names: set[str]
+) -> str:
+    """Why a failed attempt failed: the harness's fault or the model's, by rule. ``finish_reason``
+    is the last reply's; ``call_names`` are what a call in the reply's text could name."""
     if result is None:
         if (error is not None and "timed out" in error.lower()) or error == "TimeoutError":
             return "model: too slow (the attempt's time ran out)"
+        if error is not None and _OVERFLOW in error:
+            return "model: read more than its context holds"
         return f"harness: the run failed ({error})"
     reply = result.reply.strip()
-    if not reply or reply == NO_ANSWER_TEXT:
+    if finish_reason == "length":
+        return "model: rambled (its reply was cut at the token limit)"
+    if not reply or reply.startswith(NO_ANSWER_TEXT[:-1]):
         return "harness: a turn without an answer"
-    if _CALL_IN_TEXT.search(reply):
+    if result.final_round_forced:
+        return "model: ran out of rounds"
+    if wire.calls_in_text(reply, call_names) is not None:
         return "harness: a call it did not recognise"
-    if _GAVE_UP.search(reply):
+    if _GAVE_UP.search(_CODE_BLOCK.sub("", reply)):
         return "model: gave up"
-    tool_texts = [m.content or "" for m in result.messages if m.role == "tool"]
-    if tool_texts and ("Traceback" in tool_texts[-1] or tool_texts[-1].startswith("error")):
+    results = [m.content or "" for m in result.messages[1:] if m.role in ("tool", "user")]
+    if results and ("Traceback" in results[-1] or "error" in results[-1][:40].lower()):
         return "model: wrong code"
     return "model: wrong answer"
 
@@ -102,6 +113,8 @@ async def run_attempt(task: Task, mode: str, repetition: int, world: World, reco
         executor = executor_for(mode, servers)
         if isinstance(executor, CodeMode):
             await stack.enter_async_context(executor)
+        offered = {tool.name: tool for tool in executor.tools()}
+        call_names = {*offered, *wire.code_functions(offered)}
         backend = await stack.enter_async_context(OpenAiCompatibleBackend(config))
         try:
             async with asyncio.timeout(ATTEMPT_TIMEOUT):
@@ -118,7 +131,7 @@ async def run_attempt(task: Task, mode: str, repetition: int, world: World, reco
         mode=mode,
         repetition=repetition,
         success=success,
-        failure=None if success else classify(result, error),
+        failure=None if success else classify(result, error, finish_reason(exchanges), call_names),
         rounds=result.rounds if result is not None else 0,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
@@ -128,6 +141,15 @@ async def run_attempt(task: Task, mode: str, repetition: int, world: World, reco
         reply=(result.reply if result is not None else error or "")[:2000],
         exchanges=exchanges,
     )
+
+
+def finish_reason(exchanges: list[Exchange]) -> str | None:
+    """The last model reply's ``finish_reason`` (``length``: cut at the token limit)."""
+    choices = exchanges[-1].reply.get("choices") if exchanges else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None
+    reason = choices[0].get("finish_reason")
+    return reason if isinstance(reason, str) else None
 
 
 def progress_line(attempt: Attempt) -> str:
@@ -328,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--temperature", type=float, default=0.2)
     parser.add_argument("--max-rounds", type=int, default=6)
-    parser.add_argument("--max-tokens", type=int, default=768, help="tokens per model reply")
+    parser.add_argument("--max-tokens", type=int, default=512, help="tokens per model reply")
     parser.add_argument(
         "--record", action="store_true", help="keep each attempt's exchanges in evals/recordings"
     )

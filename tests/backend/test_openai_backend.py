@@ -95,8 +95,11 @@ async def test_tool_round_then_answer() -> None:
 
 async def test_forced_final_round_withdraws_tools() -> None:
     executor = FakeToolSource()
-    looping = tool_reply(call("run_code", {"code": "explore()"}))
-    script = [looping, looping, tool_reply(call("run_code", {"code": "more()"}), content="Partial: 3 pods.")]
+    script = [
+        tool_reply(call("run_code", {"code": "explore()"})),
+        tool_reply(call("run_code", {"code": "explore(2)"})),
+        tool_reply(call("run_code", {"code": "more()"}), content="Partial: 3 pods."),
+    ]
     with ScriptedOpenAI(script) as server:
         result = await run(server, executor, max_rounds=3)
     assert result.reply == "Partial: 3 pods."

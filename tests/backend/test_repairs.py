@@ -189,15 +189,103 @@ async def test_a_call_written_in_the_reply_text_runs_as_the_call(
 
 
 @STREAMED
-async def test_a_json_example_inside_an_explanation_stays_the_answer(scope: ReplScope, stream: bool) -> None:
+async def test_a_fenced_call_with_words_after_it_runs(scope: ReplScope, stream: bool) -> None:
+    """Small models announce the call, write it, then say what it will return: it is a call."""
     text = (
-        "You can run code by calling the tool:\n"
+        "Let's execute this plan:\n"
         '```json\n{"name": "run_code", "arguments": {"code": "6 * 7"}}\n```\n'
-        "It answers with the value of the last expression."
+        "This will return the product."
     )
+    with ScriptedOpenAI([text_reply(text, content_chunk=5), text_reply("It is 42.")]) as server:
+        result = await run(server, scope, stream=stream)
+    assert result.reply == "It is 42." and tool_results(server.requests[1]) == ["42"]
+    assert result.summary.repairs == {"fenced_json": 1}
+
+
+@STREAMED
+async def test_bare_json_with_words_after_it_stays_the_answer(scope: ReplScope, stream: bool) -> None:
+    text = '{"name": "run_code", "arguments": {"code": "6 * 7"}} is how you would call it.'
     with ScriptedOpenAI([text_reply(text, content_chunk=5)]) as server:
         result = await run(server, scope, stream=stream)
     assert result.reply == text and len(server.requests) == 1
+
+
+@STREAMED
+async def test_a_python_block_that_calls_the_catalog_runs_as_run_code(scope: ReplScope, stream: bool) -> None:
+    """The model wrote the snippet in its reply instead of calling run_code with it."""
+    text = f"I will search the files:\n```python\nfiles = {SEARCH}\nlen(files)\n```\nThis counts them."
+    script = [text_reply(text, content_chunk=7), text_reply("Two files.")]
+    with ScriptedOpenAI(script) as server:
+        result = await run(server, scope, stream=stream)
+    assert result.reply == "Two files." and searched == [("/data", "*.txt")]
+    assert tool_results(server.requests[1]) == ["2"]
+    assert calls_sent_back(server.requests[1]) == [("run_code", {"code": f"files = {SEARCH}\nlen(files)"})]
+    assistant = next(m for m in server.requests[1]["messages"] if m["role"] == "assistant")
+    assert assistant["content"] == "I will search the files:"
+    assert result.summary.repairs == {"python_block": 1}
+
+
+@STREAMED
+async def test_a_python_block_that_calls_nothing_of_the_catalog_is_the_answer(
+    scope: ReplScope, stream: bool
+) -> None:
+    text = "In Python you would write:\n```python\nprint(sorted([3, 1, 2]))\n```"
+    with ScriptedOpenAI([text_reply(text)]) as server:
+        result = await run(server, scope, stream=stream)
+    assert result.reply == text and len(server.requests) == 1 and searched == []
+
+
+@STREAMED
+async def test_stubs_pasted_into_a_snippet_are_dropped(scope: ReplScope, stream: bool) -> None:
+    code = (
+        "async def search_files(*, path: str, pattern: str) -> list[str]:\n"
+        '    """Files under path whose names match pattern."""\n    return []\n\n'
+        f"{SEARCH}"
+    )
+    script = [tool_reply(call("run_code", {"code": code})), text_reply("Two files.")]
+    with ScriptedOpenAI(script) as server:
+        result = await run(server, scope, stream=stream)
+    assert searched == [("/data", "*.txt")], "the real tool ran, not the pasted body"
+    assert tool_results(server.requests[1]) == [
+        "(your definitions of search_files were dropped: the tool functions exist already; just call them)\n"
+        + FOUND
+    ]
+    assert calls_sent_back(server.requests[1]) == [("run_code", {"code": SEARCH})]
+    assert result.summary.repairs == {"stub_pasted": 1}
+
+
+async def test_only_pasted_stubs_are_refused_with_the_call_to_write(scope: ReplScope) -> None:
+    code = 'import asyncio\nasync def search_files(*, path: str, pattern: str) -> list[str]:\n    """Doc."""'
+    script = [tool_reply(call("run_code", {"code": code})), text_reply("ok")]
+    with ScriptedOpenAI(script) as server:
+        await run(server, scope)
+    [result] = tool_results(server.requests[1])
+    assert "already defined in the sandbox and ready to call" in result and "Nothing was run" in result
+
+
+@STREAMED
+async def test_the_same_program_twice_in_a_turn_runs_once_and_asks_for_the_answer(
+    scope: ReplScope, stream: bool
+) -> None:
+    script = [
+        text_reply(
+            '```json\n{"name": "search_files", "arguments": {"path": "/data", "pattern": "*.txt"}}\n```'
+        ),
+        tool_reply(call("run_code", {"code": 'await search_files(path="/data", pattern="*.txt")'})),
+        tool_reply(call("run_code", {"code": "1 / 0"})),
+        tool_reply(call("run_code", {"code": "1 / 0"})),
+        text_reply("Two files."),
+    ]
+    with ScriptedOpenAI(script) as server:
+        result = await run(server, scope, stream=stream)
+    assert result.reply == "Two files." and searched == [("/data", "*.txt")]
+    assert tool_results(server.requests[2])[-1] == (
+        "error: not run: this turn already ran this same program, and its result is above. Answer the "
+        "user's question from that result now, in plain words; run a different program only if the "
+        "result is not enough."
+    )
+    # A program that failed may be tried again: the failure may have been passing.
+    assert all(r.startswith("Traceback") for r in tool_results(server.requests[4])[-2:])
 
 
 async def test_a_call_to_an_unknown_tool_is_told_to_call_run_code(scope: ReplScope) -> None:
@@ -239,7 +327,11 @@ async def test_an_empty_reply_with_rounds_left_gets_one_nudge(
     with ScriptedOpenAI(script) as server:
         result = await run(server, scope, stream=stream, session=recorder)
     assert result.reply == "It is 42." and len(server.requests) == 3
-    nudge = {"role": "user", "content": "Your reply was empty. Answer the question, or call run_code."}
+    nudge = {
+        "role": "user",
+        "content": "Your reply was empty. The question was: question\n"
+        "Answer it from the results above, in plain words, or call run_code if you need more.",
+    }
     assert server.requests[2]["messages"][-1] == nudge
     assert [m.content for m in recorder.users] == ["question", nudge["content"]]
     assert Message("user", nudge["content"]) in result.messages
@@ -265,7 +357,8 @@ async def test_an_empty_first_reply_is_nudged_too() -> None:
     assert result.reply == "hello"
     assert [m["content"] for m in server.requests[1]["messages"] if m["role"] == "user"] == [
         "question",
-        "Your reply was empty. Answer the question, or call run_code.",
+        "Your reply was empty. The question was: question\n"
+        "Answer it from the results above, in plain words, or call run_code if you need more.",
     ]
 
 

@@ -105,11 +105,21 @@ def test_calls_written_as_text_are_recognised(case: tuple[str, list[Any], str, s
 
 
 @given(written_calls(), explanations)
-def test_json_followed_by_explanation_is_prose(
+def test_fenced_or_tagged_calls_may_be_followed_by_words(
     case: tuple[str, list[Any], str, str | None], more: str
 ) -> None:
-    text = f"{case[0]}\n{more}"
-    assert wire.calls_in_text(text, NAMES) is None, text
+    """Fenced and closed-tag calls are calls with an explanation after them; bare JSON (and an
+    unclosed tag, which runs to the end) followed by words is prose."""
+    text, wanted, kind, prose = case
+    found = wire.calls_in_text(f"{text}\n{more}", NAMES)
+    if kind == "tool_call_tags" and not text.rstrip().endswith(">"):
+        wanted = wanted[:-1]  # the unclosed last tag takes the words in: only the closed ones are calls
+    if kind == "bare_json" or not wanted:
+        assert found is None, text
+        return
+    assert found is not None, text
+    assert (found.kind, found.prose) == (kind, prose)
+    assert [(c.name, wire.parse_arguments(c.arguments)) for c in found.calls] == wanted
 
 
 @given(written_calls())
@@ -132,13 +142,38 @@ def test_json_that_is_not_a_call_is_prose(value: dict[str, Any]) -> None:
     assert wire.calls_in_text(f"```json\n{json.dumps(value, indent=2)}\n```", NAMES) is None
 
 
-def test_a_json_example_inside_an_explanation_is_prose() -> None:
+def test_prose_around_a_fenced_call_is_kept_before_it() -> None:
     text = (
-        "To run code, call the tool like this:\n"
-        '```json\n{"name": "run_code", "arguments": {"code": "print(1)"}}\n```\n'
-        "and it prints 1."
+        "Here's the plan:\n1. list the files\n"
+        '```json\n{"name": "list_directory", "arguments": {"path": "/d"}}\n```\n'
+        "This returns the names.\n```python\nprint('an example, not a call')\n```"
     )
-    assert wire.calls_in_text(text, NAMES) is None
+    found = wire.calls_in_text(text, NAMES)
+    assert found is not None and found.prose == "Here's the plan:\n1. list the files"
+    assert [(c.name, c.arguments) for c in found.calls] == [("list_directory", {"path": "/d"})]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tools>\n{"name": "list_directory", "arguments": {"path": "/d"}}\n</tools>',
+        '<function_call>{"name": "list_directory", "arguments": {"path": "/d"}}</function_call>',
+        '{{"name": "list_directory", "arguments": {"path": "/d"}}}',
+        '{{"name": "list_directory", "arguments": {"path": "/d"}}}}',
+        '<tool_call>\n{{"name": "list_directory", "arguments": {"path": "/d"}}}\n</tool_call>',
+    ],
+    ids=[
+        "tools-tags",
+        "function-call-tags",
+        "doubled-braces",
+        "doubled-opening-only-closed-twice",
+        "tags-doubled",
+    ],
+)
+def test_other_tags_and_doubled_braces_are_calls(text: str) -> None:
+    found = wire.calls_in_text(text, NAMES)
+    assert found is not None, text
+    assert [(c.name, c.arguments) for c in found.calls] == [("list_directory", {"path": "/d"})]
 
 
 # Code without backticks, not ending in a quote, not indented as a whole, no trailing blanks: the

@@ -80,7 +80,36 @@ def test_the_code_of_a_reply_is_its_python_blocks() -> None:
     assert python_code("no code here") is None
     assert python_code("```json\n{}\n```") is None, "only Python blocks are programs"
     assert python_code("```python\n\n```") is None
+    assert python_code("```python\n# (no output; the last expression was None)\n```") is None, (
+        "a copied result"
+    )
+    assert python_code("```python3\nx = 1\n```") == "x = 1"
     assert python_code("a\n```python\nx = 1\n```\nthen\n```py\nx + 1\n```") == "x = 1\nx + 1"
+
+
+@STREAMED
+async def test_pasted_stubs_are_dropped_and_the_same_program_is_not_run_twice(
+    scope: ReplScope, stream: bool
+) -> None:
+    pasted = (
+        "```python\nimport asyncio\n\nasync def list_directory(*, path: str) -> list[str]:\n"
+        '    """The entries of a directory."""\n\nawait list_directory(path="/data")\n```'
+    )
+    again = "Here it is:\n```python\nawait list_directory(path='/data')  # the same call\n```"
+    script = [text_reply(pasted), text_reply(again), text_reply("Three entries.")]
+    with ScriptedOpenAI(script) as server:
+        config = BackendConfig(base_url=server.base_url, model="m", stream=stream, protocol="text")
+        async with OpenAiCompatibleBackend(config) as backend:
+            result = await backend.run(history=[], user_text="What is in /data?", executor=scope)
+    assert server.requests[1]["messages"][-1]["content"] == (
+        "Result of your program:\n(your definitions of list_directory were dropped: the tool functions "
+        'exist already; just call them)\n["/data/a.txt","/data/b.txt","/data/c.md"]'
+    )
+    assert server.requests[2]["messages"][-1]["content"].startswith(
+        "Error from your program:\nerror: not run: this turn already ran this same program"
+    )
+    assert result.reply == "Three entries." and result.summary.repairs == {"stub_pasted": 1}
+    assert result.summary.nested_calls == 1
 
 
 def test_the_protocol_is_a_flag_and_a_bad_one_is_a_one_line_error() -> None:

@@ -163,6 +163,15 @@ def _transport_failure(url: str, exc: httpx2.HTTPError, timeout: float) -> _Http
     )
 
 
+def _remember_program(
+    already_ran: set[str], call: wire.PreparedCall, output: ToolCallOutput, code_tool: str | None
+) -> None:
+    """Keep the key of a snippet that ran without error: the same one again is not run."""
+    code = call.arguments.get("code") if call.arguments is not None else None
+    if call.ok and call.name == code_tool and isinstance(code, str) and not output.is_error:
+        already_ran.add(wire.program_key(code))
+
+
 class OpenAiCompatibleBackend:
     """Drives a model on any OpenAI-compatible ``/chat/completions`` endpoint through tool rounds.
 
@@ -247,7 +256,8 @@ class OpenAiCompatibleBackend:
         tool_json = wire.tool_specs(definitions)
         tool_names = [t["function"]["name"] for t in tool_json]
         # A call may name an offered tool or a function of run_code's catalog (run as a snippet).
-        call_names = {*tools_by_name, *wire.code_functions(tools_by_name)}
+        functions = wire.code_functions(tools_by_name)
+        call_names = {*tools_by_name, *functions}
         code_tool = wire.code_tool_name(tools_by_name)
         config = self.config
         text_protocol = config.protocol == "text" and code_tool is not None
@@ -265,6 +275,7 @@ class OpenAiCompatibleBackend:
         used_ids = {call.id for message in history for call in message.tool_calls}
         reply: str | None = None
         last_result: str | None = None
+        already_ran: set[str] = set()  # program_key of each snippet that ran without error this run
         try:
             for round_number in range(1, self.config.max_rounds + 1):
                 final = round_number == self.config.max_rounds and (bool(tool_json) or text_protocol)
@@ -305,12 +316,14 @@ class OpenAiCompatibleBackend:
                 if code is not None:
                     assert code_tool is not None
                     last_result = await self._run_text_code(
-                        executor, code_tool, code, turn, summary, run_messages, session
+                        executor, tools_by_name, code, turn, summary, run_messages, session, already_ran
                     )
                     continue
                 text_calls: wire.TextCalls | None = None
                 if not final and tool_json and not turn.tool_calls:
                     text_calls = wire.calls_in_text(turn.content, call_names)
+                    if text_calls is None and code_tool is not None:
+                        text_calls = wire.program_in_text(turn.content, functions, code_tool)
                     if text_calls is not None:  # the server left the model's call in its text
                         turn = dataclasses.replace(
                             turn, content=text_calls.prose, tool_calls=text_calls.calls
@@ -331,7 +344,7 @@ class OpenAiCompatibleBackend:
                         # Small models often end a turn with nothing after a tool result: ask once more.
                         summary.nudged = True
                         log_event("model.empty_reply", round=round_number, nudged=True)
-                        nudge = Message("user", wire.empty_reply_nudge(code_tool))
+                        nudge = Message("user", wire.empty_reply_nudge(code_tool, user_text))
                         run_messages.append(nudge)
                         if session is not None:
                             session.user_turn(nudge)
@@ -345,7 +358,11 @@ class OpenAiCompatibleBackend:
                         session.final_reply(final_message, self._model_turn(turn))
                     break
                 calls = wire.prepare_calls(
-                    turn.tool_calls, tools_by_name, used_ids, max_calls=self.config.max_calls_per_reply
+                    turn.tool_calls,
+                    tools_by_name,
+                    used_ids,
+                    max_calls=self.config.max_calls_per_reply,
+                    already_ran=already_ran,
                 )
                 if text_calls is not None:
                     calls = [
@@ -372,6 +389,7 @@ class OpenAiCompatibleBackend:
                 for call, output in zip(calls, outputs, strict=True):
                     summary.add_output(output, ran=call.ok)
                     summary.add_repairs(call.repairs)
+                    _remember_program(already_ran, call, output, code_tool)
                     last_result = output.content
                     result_message = wire.tool_message(call.id, output.content)
                     run_messages.append(result_message)
@@ -394,26 +412,27 @@ class OpenAiCompatibleBackend:
     async def _run_text_code(
         self,
         executor: ToolSource,
-        code_tool: str,
+        tools_by_name: dict[str, ToolDefinition],
         code: str,
         turn: wire.AssistantTurn,
         summary: TurnSummary,
         run_messages: list[Message],
         session: SessionHarness | None,
+        already_ran: set[str],
     ) -> str:
-        """Run a text-protocol reply's program as the code tool would be called; its result goes
-        back as the next user message. Returns the result's text."""
-        arguments = {"code": code}
-        call = wire.PreparedCall(
-            id=f"text_{summary.rounds}", name=code_tool, arguments=arguments, error=None,
-            arguments_json=json.dumps(arguments),
-        )  # fmt: skip
+        """Run a text-protocol reply's program as the code tool would be called (with the same
+        repairs); its result goes back as the next user message. Returns the result's text."""
+        code_tool = wire.code_tool_name(tools_by_name)
+        raw = wire.RawToolCall(id=f"text_{summary.rounds}", name=code_tool, arguments={"code": code})
+        (call,) = wire.prepare_calls([raw], tools_by_name, already_ran=already_ran)
         reply = wire.assistant_message(turn.content, [], turn.reasoning_content)
         run_messages.append(reply)
         if session is not None:
             session.assistant_turn(reply, self._model_turn(turn))
         output = await self._call(executor, call)
-        summary.add_output(output, ran=True)
+        summary.add_output(output, ran=call.ok)
+        summary.add_repairs(call.repairs)
+        _remember_program(already_ran, call, output, code_tool)
         result = Message("user", wire.code_result_text(output.content, output.is_error))
         run_messages.append(result)
         if session is not None:
@@ -475,6 +494,9 @@ class OpenAiCompatibleBackend:
                 output = dataclasses.replace(
                     output, content=f"{wire.ran_as_note(call.ran_as, call.name)}\n{output.content}"
                 )
+            if call.dropped:  # and that the stubs are not to be pasted
+                note = wire.dropped_note(call.dropped)
+                output = dataclasses.replace(output, content=f"{note}\n{output.content}")
         log_event(
             "model.tool_result",
             tool=call.name,

@@ -535,15 +535,26 @@ class PreparedCall:
     arguments_json: str
     ran_as: str | None = None
     repairs: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+    """Catalog functions whose pasted definitions were dropped from the snippet."""
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
 
-REPAIR_KINDS = ("fenced_json", "tool_call_tags", "bare_json", "catalog_name", "code_quoted")
-"""A call written in the reply text (three ways), a catalog function called by its own name, and
-``run_code``'s code given in backticks or triple quotes."""
+REPAIR_KINDS = (
+    "fenced_json",
+    "tool_call_tags",
+    "bare_json",
+    "python_block",
+    "catalog_name",
+    "code_quoted",
+    "stub_pasted",
+)
+"""A call written in the reply text (three ways), a program in a ```python block of the reply that
+calls catalog functions, a catalog function called by its own name, ``run_code``'s code given in
+backticks or triple quotes, and catalog stubs pasted into a snippet (their definitions dropped)."""
 
 
 def repair_ids(ids: Sequence[str | None], used: Iterable[str] = ()) -> list[str]:
@@ -607,6 +618,19 @@ def _unfenced_code(arguments: dict[str, Any]) -> dict[str, Any] | None:
     return {**arguments, "code": _code_text(match.group(1))}
 
 
+ALREADY_RAN = (
+    "error: not run: this turn already ran this same program, and its result is above. Answer the "
+    "user's question from that result now, in plain words; run a different program only if the "
+    "result is not enough."
+)
+
+
+def dropped_note(names: Sequence[str]) -> str:
+    """The line before the result of a snippet whose pasted stubs were dropped."""
+    listed = ", ".join(names)
+    return f"(your definitions of {listed} were dropped: the tool functions exist already; just call them)"
+
+
 def _cap_error(position: int, total: int, cap: int, code_tool: str | None) -> str:
     instead = f" Do repeated work in one {code_tool} snippet, with a loop." if code_tool else ""
     return (
@@ -621,12 +645,15 @@ def prepare_calls(
     used_ids: Iterable[str] = (),
     *,
     max_calls: int | None = None,
+    already_ran: Collection[str] = (),
 ) -> list[PreparedCall]:
     """Repair ids and arguments of one assistant message's calls; bad calls carry an error text.
 
     A call to a function of a code tool's catalog by its own name (a model that took a stub for a
-    tool) becomes that tool's call with the snippet ``await name(**arguments)``. Calls after the
-    first ``max_calls`` are not run: each gets an error saying the cap.
+    tool) becomes that tool's call with the snippet ``await name(**arguments)``; stubs pasted into
+    a snippet are dropped from it. Calls after the first ``max_calls`` are not run: each gets an
+    error saying the cap; nor is a snippet whose :func:`program_key` is in ``already_ran`` (a small
+    model that calls again what it has the result of, instead of answering).
     """
     ids = repair_ids([c.id for c in calls], used_ids)
     available = ", ".join(sorted(tools)) or "(none)"
@@ -648,10 +675,17 @@ def prepare_calls(
                 arguments, repairs = {"code": ran_as}, (*repairs, "catalog_name")
                 parsed, empty = arguments, False
         tool = tools.get(name)
+        dropped: tuple[str, ...] = ()
+        code: str | None = None
         if arguments is not None and tool is not None and _takes_code(tool):
             unfenced = _unfenced_code(arguments)
             if unfenced is not None:
                 arguments, repairs = unfenced, (*repairs, "code_quoted")
+            code = arguments.get("code") if isinstance(arguments.get("code"), str) else None
+            if code is not None:
+                code, dropped = drop_pasted_stubs(code, functions)
+                if dropped:
+                    arguments, repairs = {**arguments, "code": code}, (*repairs, "stub_pasted")
         error: str | None = None
         if not name:
             error = f"error: the tool call had no function name. Available tools: {available}."
@@ -660,6 +694,8 @@ def prepare_calls(
             error = f"error: unknown tool {name!r}. Available tools: {available}.{instead}"
         elif max_calls is not None and position > max_calls:
             error = _cap_error(position, len(calls), max_calls, code_tool)
+        elif code is not None and program_key(code) in already_ran:
+            error = ALREADY_RAN
         elif isinstance(parsed, ArgumentsError) and function is not None:
             error = (
                 f"error: the arguments for {function} were {parsed.reason}: {parsed.preview}. "
@@ -679,6 +715,7 @@ def prepare_calls(
                 arguments_json=dumps_compact(arguments if arguments is not None else {}),
                 ran_as=ran_as if usable else None,
                 repairs=repairs if usable else (),
+                dropped=dropped if usable else (),
             )
         )
     return prepared
@@ -726,10 +763,10 @@ class TextCalls:
 _NAME_KEYS = ("name", "function", "tool", "tool_name")
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 _NOT_ARGUMENTS = frozenset({*_NAME_KEYS, "type", "id"})
-_TAG_OPEN = "<tool_call>"
-_TAG_CLOSE = "</tool_call>"
+_TAG_OPEN = re.compile(r"<(tool_call|tool_calls|tools|function_call)>")
+"""Qwen's ``<tool_call>`` and the tags other templates use (``<tools>``, ``<function_call>``)."""
 _FENCE_OPEN = re.compile(r"[ \t]*```[ \t]*[A-Za-z0-9_+-]*[ \t]*(?:\n|\Z)")
-_CALL_START = re.compile(r"^[ \t]*(?:[{\[]|```)|<tool_call>", re.MULTILINE)
+_CALL_START = re.compile(r"^[ \t]*(?:[{\[]|```)|<(?:tool_call|tool_calls|tools|function_call)>", re.MULTILINE)
 _MAX_STARTS = 200
 """Where the calls may begin, tried from the first: a reply with more such lines is prose."""
 
@@ -808,12 +845,23 @@ _Unit = tuple[list[RawToolCall], bool, int]
 """The calls of one block, whether its quoted code was repaired, and where the block ends."""
 
 
+def _doubled_braces(text: str) -> tuple[list[Any], bool] | None:
+    """The value of ``{{...}}``: a call object written with its braces doubled, as in a template."""
+    if not text.startswith("{{"):
+        return None
+    try:
+        value, end = json.JSONDecoder().raw_decode(text, 1)
+    except (ValueError, RecursionError):
+        return None
+    return ([value], False) if set(text[end:].strip()) <= {"}"} else None
+
+
 def _body_calls(body: str, names: Collection[str], end: int) -> _Unit | None:
     text = body.strip()
     fence = _WHOLE_FENCE.match(text)
     if fence:  # ```json inside <tool_call> tags
         text = fence.group(1)
-    decoded = _decoded_values(text) if text else None
+    decoded = (_decoded_values(text) or _doubled_braces(text)) if text else None
     if decoded is None:
         return None
     calls = _calls_in_values(decoded[0], names)
@@ -839,9 +887,12 @@ def _fenced_unit(text: str, start: int, names: Collection[str]) -> _Unit | None:
 
 def _tag_unit(text: str, start: int, names: Collection[str]) -> _Unit | None:
     """The calls of the ``<tool_call>`` block at ``start`` (its closing tag may be missing at the end)."""
-    body_start = start + len(_TAG_OPEN)
-    closings = [m.start() for m in re.finditer(re.escape(_TAG_CLOSE), text[body_start:])]
-    ends = [(body_start + at, body_start + at + len(_TAG_CLOSE)) for at in closings]
+    opening = _TAG_OPEN.match(text, start)
+    if opening is None:
+        return None
+    body_start, closing = opening.end(), f"</{opening.group(1)}>"
+    closings = [m.start() for m in re.finditer(re.escape(closing), text[body_start:])]
+    ends = [(body_start + at, body_start + at + len(closing)) for at in closings]
     ends.append((len(text), len(text)))  # the closing tag may be missing at the end
     for body_end, end in ends:  # a string inside the call may hold the closing tag
         unit = _body_calls(text[body_start:body_end], names, end)
@@ -862,7 +913,7 @@ def _calls_to_end(
             position += 1
         if position == len(text):
             return found or None
-        if text.startswith(_TAG_OPEN, position):
+        if _TAG_OPEN.match(text, position):
             unit, kind = _tag_unit(text, position, names), "tool_call_tags"
         elif text.startswith("```", position):
             unit, kind = _fenced_unit(text, position, names), "fenced_json"
@@ -875,45 +926,148 @@ def _calls_to_end(
         found.extend((call, repairs) for call in calls)
 
 
+def _blocks_anywhere(
+    text: str, starts: Sequence[int], names: Collection[str]
+) -> tuple[int, list[tuple[RawToolCall, tuple[str, ...]]]] | None:
+    """The calls of every fenced or tagged call block in ``text``, wherever it stands, and where
+    the first begins: small models announce a call, write it, then say what it will return."""
+    found: list[tuple[RawToolCall, tuple[str, ...]]] = []
+    first, position = -1, 0
+    for start in starts:
+        if start < position:
+            continue  # inside a block already read
+        at = start + len(text[start:]) - len(text[start:].lstrip(" \t"))
+        if _TAG_OPEN.match(text, at):
+            unit, kind = _tag_unit(text, at, names), "tool_call_tags"
+        elif text.startswith("```", at):
+            unit, kind = _fenced_unit(text, at, names), "fenced_json"
+        else:
+            continue
+        if unit is None:
+            continue
+        calls, quoted, position = unit
+        first = start if first < 0 else first
+        found.extend((call, (kind, "code_quoted") if quoted else (kind,)) for call in calls)
+    return (first, found) if found else None
+
+
 def calls_in_text(content: str | None, names: Collection[str]) -> TextCalls | None:
     """The tool calls a reply without ``tool_calls`` wrote as text, or ``None`` when it is prose.
 
-    Recognised: a fenced JSON block, ``<tool_call>...</tool_call>`` tags (the closing tag may be
-    missing) and a bare JSON object, one call or several; each call ``{"name", "arguments"}``,
-    with ``function`` or ``tool`` for ``name``, ``parameters`` for ``arguments``, arguments as an
-    object or a JSON string, or beside the name; ``code`` may be in backticks or triple quotes.
-    Every call must name a tool in ``names``, and the calls must end the reply: text may come
-    before them (it stays the reply's content), but a reply that goes on after its JSON is
-    explaining, not calling.
+    Recognised: a fenced JSON block, ``<tool_call>...</tool_call>`` tags (or ``<tools>``,
+    ``<function_call>``; the closing tag may be missing at the end) and a bare JSON object, one
+    call or several; each call ``{"name", "arguments"}``, with ``function`` or ``tool`` for
+    ``name``, ``parameters`` for ``arguments``, arguments as an object or a JSON string, or beside
+    the name, braces doubled or not; ``code`` may be in backticks or triple quotes. Every call
+    must name a tool in ``names``. Text may come before the calls (it stays the reply's content);
+    fenced and tagged calls may also have text after them (small models say what the call will
+    do), while bare JSON followed by more text is prose.
     """
     if not content or not names:
         return None
     starts = [match.start() for match in _CALL_START.finditer(content)][:_MAX_STARTS]
+    found: list[tuple[RawToolCall, tuple[str, ...]]] | None = None
     for start in starts:
         found = _calls_to_end(content, start, names)
         if found is not None:
-            prose = content[:start].strip()
-            return TextCalls(
-                calls=tuple(call for call, _ in found),
-                prose=prose or None,
-                kind=found[0][1][0],
-                repairs=tuple(repairs for _, repairs in found),
-            )
-    return None
+            break
+    else:
+        anywhere = _blocks_anywhere(content, starts, names)
+        if anywhere is None:
+            return None
+        start, found = anywhere
+    prose = content[:start].strip()
+    return TextCalls(
+        calls=tuple(call for call, _ in found),
+        prose=prose or None,
+        kind=found[0][1][0],
+        repairs=tuple(repairs for _, repairs in found),
+    )
+
+
+def _calls_a_function(code: str, functions: Collection[str]) -> bool:
+    """Whether ``code`` calls one of ``functions`` (a definition of one is not a call)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        pattern = rf"(?<!def )\b(?:{'|'.join(map(re.escape, functions))})\s*\("
+        return bool(functions) and re.search(pattern, code) is not None
+    return any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions
+        for node in ast.walk(tree)
+    )
+
+
+def program_in_text(content: str | None, functions: Collection[str], code_tool: str) -> TextCalls | None:
+    """A reply's ```python program as a call of ``code_tool``, when the program calls one of the
+    catalog's ``functions`` (a model that wrote the snippet instead of calling the tool with it);
+    ``None`` when it has no such program (example code stays prose)."""
+    code = python_code(content)
+    if code is None or not _calls_a_function(code, functions):
+        return None
+    first = _PYTHON_BLOCK.search(content or "")
+    prose = (content or "")[: first.start() if first else 0].strip()
+    return TextCalls(
+        calls=(RawToolCall(id=None, name=code_tool, arguments={"code": code}),),
+        prose=prose or None,
+        kind="python_block",
+        repairs=(("python_block",),),
+    )
+
+
+def drop_pasted_stubs(code: str, functions: Collection[str]) -> tuple[str, tuple[str, ...]]:
+    """``code`` without the top-level definitions of catalog ``functions`` that a model pasted from
+    the stubs (they are defined already), and the names dropped. Unchanged when nothing else but
+    imports would be left: the engine's refusal then says to call them."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return code, ()
+    pasted = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in functions
+    ]
+    imports = ast.Import | ast.ImportFrom
+    rest = [node for node in tree.body if node not in pasted and not isinstance(node, imports)]
+    if not pasted or not rest:
+        return code, ()
+    lines = code.splitlines(keepends=True)
+    dropped_lines: set[int] = set()
+    for node in pasted:
+        first = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
+        dropped_lines.update(range(first - 1, node.end_lineno or node.lineno))
+    kept = "".join(line for number, line in enumerate(lines) if number not in dropped_lines)
+    return kept.strip("\n"), tuple(dict.fromkeys(node.name for node in pasted))
+
+
+def program_key(code: str) -> str:
+    """What two programs that differ only in layout, quotes, comments or imports have in common."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return code.strip()
+    tree.body = [node for node in tree.body if not isinstance(node, ast.Import | ast.ImportFrom)]
+    return ast.dump(tree)
 
 
 # --------------------------------------------------------------------------------------------------
 # What a run ends with, and what a failed request says
 
 
-_PYTHON_BLOCK = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.S)
+_PYTHON_BLOCK = re.compile(r"```(?:python3?|py)[ \t]*\n(.*?)```", re.S)
+
+
+def _is_statement(line: str) -> bool:
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith("#")
 
 
 def python_code(content: str | None) -> str | None:
-    """The code of a text-protocol reply: its ```python blocks, in order, joined; ``None`` when
-    it has none (the reply is then the answer)."""
+    """The code of a reply's ```python blocks, in order, joined; ``None`` when it has none with a
+    statement in it (a block of comments only, such as a result copied back, is no program)."""
     blocks = [block.strip("\n") for block in _PYTHON_BLOCK.findall(content or "")]
-    blocks = [block for block in blocks if block.strip()]
+    blocks = [block for block in blocks if any(_is_statement(line) for line in block.splitlines())]
     return "\n".join(blocks) if blocks else None
 
 
@@ -935,11 +1089,13 @@ def code_result_text(result: str, is_error: bool) -> str:
     return f"{'Error from' if is_error else 'Result of'} your program:\n{result}"
 
 
-def empty_reply_nudge(code_tool: str | None) -> str:
-    """The user message after an empty reply with rounds left."""
+def empty_reply_nudge(code_tool: str | None, question: str) -> str:
+    """The user message after an empty reply with rounds left: the question again, since a small
+    model that went quiet after a tool result has often lost it."""
+    asked = f"Your reply was empty. The question was: {one_line(question, LAST_RESULT_PREVIEW_CHARS)}\n"
     if code_tool is None:
-        return "Your reply was empty. Answer the question."
-    return f"Your reply was empty. Answer the question, or call {code_tool}."
+        return f"{asked}Answer it from the tool results above, in plain words."
+    return f"{asked}Answer it from the results above, in plain words, or call {code_tool} if you need more."
 
 
 def no_answer_text(last_result: str | None) -> str:
