@@ -4,6 +4,11 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Speed is for benchmarks: a per-example deadline fails generated tests on a loaded 2-core machine.
+settings.register_profile("asyncai", deadline=None)
+settings.load_profile("asyncai")
 
 
 @pytest.fixture

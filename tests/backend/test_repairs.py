@@ -264,7 +264,7 @@ async def test_only_pasted_stubs_are_refused_with_the_call_to_write(scope: ReplS
 
 
 @STREAMED
-async def test_the_same_program_twice_in_a_turn_runs_once_and_asks_for_the_answer(
+async def test_the_same_program_twice_in_a_turn_runs_once_and_gets_its_result_again(
     scope: ReplScope, stream: bool
 ) -> None:
     script = [
@@ -280,10 +280,11 @@ async def test_the_same_program_twice_in_a_turn_runs_once_and_asks_for_the_answe
         result = await run(server, scope, stream=stream)
     assert result.reply == "Two files." and searched == [("/data", "*.txt")]
     assert tool_results(server.requests[2])[-1] == (
-        "error: not run: this turn already ran this same program, and its result is above. Answer the "
-        "user's question from that result now, in plain words; run a different program only if the "
-        "result is not enough."
+        "(not run again: this turn already ran this same program; its result was:)\n"
+        f"{FOUND}\n(Answer the user's question from this result now, in plain words; run a "
+        "different program only if the result is not enough.)"
     )
+    assert result.summary.nested_calls == 1, "the repeat was not counted as a run"
     # A program that failed may be tried again: the failure may have been passing.
     assert all(r.startswith("Traceback") for r in tool_results(server.requests[4])[-2:])
 

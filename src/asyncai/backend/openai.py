@@ -164,12 +164,13 @@ def _transport_failure(url: str, exc: httpx2.HTTPError, timeout: float) -> _Http
 
 
 def _remember_program(
-    already_ran: set[str], call: wire.PreparedCall, output: ToolCallOutput, code_tool: str | None
+    already_ran: dict[str, str], call: wire.PreparedCall, output: ToolCallOutput, code_tool: str | None
 ) -> None:
-    """Keep the key of a snippet that ran without error: the same one again is not run."""
+    """Keep the result of a snippet that ran without error: the same one again gets it back, unrun."""
     code = call.arguments.get("code") if call.arguments is not None else None
     if call.ok and call.name == code_tool and isinstance(code, str) and not output.is_error:
-        already_ran.add(wire.program_key(code))
+        notes = (call.ran_as is not None) + bool(call.dropped)  # lines _call put before the result
+        already_ran[wire.program_key(code)] = output.content.split("\n", notes)[-1]
 
 
 class OpenAiCompatibleBackend:
@@ -275,7 +276,7 @@ class OpenAiCompatibleBackend:
         used_ids = {call.id for message in history for call in message.tool_calls}
         reply: str | None = None
         last_result: str | None = None
-        already_ran: set[str] = set()  # program_key of each snippet that ran without error this run
+        already_ran: dict[str, str] = {}  # program_key -> result, of each snippet that ran without error
         try:
             for round_number in range(1, self.config.max_rounds + 1):
                 final = round_number == self.config.max_rounds and (bool(tool_json) or text_protocol)
@@ -418,7 +419,7 @@ class OpenAiCompatibleBackend:
         summary: TurnSummary,
         run_messages: list[Message],
         session: SessionHarness | None,
-        already_ran: set[str],
+        already_ran: dict[str, str],
     ) -> str:
         """Run a text-protocol reply's program as the code tool would be called (with the same
         repairs); its result goes back as the next user message. Returns the result's text."""
@@ -474,7 +475,12 @@ class OpenAiCompatibleBackend:
             log_event("backend.call_repaired", kind=kind, tool=call.name, id=call.id, **repaired)
         extra: dict[str, Any] = {"error": call.error} if call.error is not None else {}
         log_event("model.tool_call", tool=call.name, id=call.id, arguments=call.arguments, **extra)
-        if call.error is not None or call.arguments is None:
+        if call.earlier_result is not None:
+            output = ToolCallOutput(content=wire.already_ran_text(call.earlier_result))
+            ran = await eager.abandon() if eager is not None else None
+            if ran:  # statements of it ran while it streamed: the model must know
+                output = ToolCallOutput(content=f"{output.content}\n{ran}")
+        elif call.error is not None or call.arguments is None:
             output = ToolCallOutput.error(call.error or f"error: unusable call to {call.name}")
             ran = await eager.abandon() if eager is not None else None
             if ran:  # statements of it ran while it streamed: the model must know

@@ -537,10 +537,13 @@ class PreparedCall:
     repairs: tuple[str, ...] = ()
     dropped: tuple[str, ...] = ()
     """Catalog functions whose pasted definitions were dropped from the snippet."""
+    earlier_result: str | None = None
+    """The result of the same program earlier in this turn: not run again, this goes back instead."""
 
     @property
     def ok(self) -> bool:
-        return self.error is None
+        """Whether the call runs: no error, and not a repeat answered from its earlier result."""
+        return self.error is None and self.earlier_result is None
 
 
 REPAIR_KINDS = (
@@ -618,11 +621,13 @@ def _unfenced_code(arguments: dict[str, Any]) -> dict[str, Any] | None:
     return {**arguments, "code": _code_text(match.group(1))}
 
 
-ALREADY_RAN = (
-    "error: not run: this turn already ran this same program, and its result is above. Answer the "
-    "user's question from that result now, in plain words; run a different program only if the "
-    "result is not enough."
-)
+def already_ran_text(earlier_result: str) -> str:
+    """What a program the turn already ran gets back: its result again, and the next step."""
+    return (
+        f"(not run again: this turn already ran this same program; its result was:)\n{earlier_result}\n"
+        "(Answer the user's question from this result now, in plain words; run a different program "
+        "only if the result is not enough.)"
+    )
 
 
 def dropped_note(names: Sequence[str]) -> str:
@@ -645,7 +650,7 @@ def prepare_calls(
     used_ids: Iterable[str] = (),
     *,
     max_calls: int | None = None,
-    already_ran: Collection[str] = (),
+    already_ran: Mapping[str, str] | None = None,
 ) -> list[PreparedCall]:
     """Repair ids and arguments of one assistant message's calls; bad calls carry an error text.
 
@@ -653,8 +658,10 @@ def prepare_calls(
     tool) becomes that tool's call with the snippet ``await name(**arguments)``; stubs pasted into
     a snippet are dropped from it. Calls after the first ``max_calls`` are not run: each gets an
     error saying the cap; nor is a snippet whose :func:`program_key` is in ``already_ran`` (a small
-    model that calls again what it has the result of, instead of answering).
+    model that calls again what it has the result of, instead of answering): it gets that earlier
+    result back as ``earlier_result``.
     """
+    already_ran = already_ran or {}
     ids = repair_ids([c.id for c in calls], used_ids)
     available = ", ".join(sorted(tools)) or "(none)"
     functions = code_functions(tools)
@@ -694,8 +701,6 @@ def prepare_calls(
             error = f"error: unknown tool {name!r}. Available tools: {available}.{instead}"
         elif max_calls is not None and position > max_calls:
             error = _cap_error(position, len(calls), max_calls, code_tool)
-        elif code is not None and program_key(code) in already_ran:
-            error = ALREADY_RAN
         elif isinstance(parsed, ArgumentsError) and function is not None:
             error = (
                 f"error: the arguments for {function} were {parsed.reason}: {parsed.preview}. "
@@ -706,6 +711,7 @@ def prepare_calls(
             what = "empty" if empty else f"{parsed.reason}: {parsed.preview}"
             error = f"error: the arguments for {name} were {what}. Send {example} as JSON."
         usable = error is None
+        earlier = already_ran.get(program_key(code)) if usable and code is not None else None
         prepared.append(
             PreparedCall(
                 id=call_id,
@@ -716,6 +722,7 @@ def prepare_calls(
                 ran_as=ran_as if usable else None,
                 repairs=repairs if usable else (),
                 dropped=dropped if usable else (),
+                earlier_result=earlier,
             )
         )
     return prepared
@@ -1071,16 +1078,30 @@ def python_code(content: str | None) -> str | None:
     return "\n".join(blocks) if blocks else None
 
 
+_STUB_HEAD = re.compile(r"^async def (\w+)\((?:\*, )?(.*)\) -> (.*):$", re.M)
+_DOC_QUOTES = re.compile(r'^    r?"""$\n?', re.M)
+
+
+def catalog_as_calls(description: str) -> str:
+    """``description`` with each ``async def`` stub shown as the call it documents,
+    ``await f(a: int) -> T`` with its doc indented below and no docstring quotes.
+
+    The eval's most common failure of a small model writing a program was pasting the stubs'
+    definitions into it until its tokens ran out; shown calls, it has no definition to paste.
+    """
+    return _DOC_QUOTES.sub("", _STUB_HEAD.sub(r"await \1(\2) -> \3", description))
+
+
 def text_protocol_prompt(system_prompt: str, code_tool: ToolDefinition) -> str:
     """The system prompt of the text protocol: no tools are offered, so the code tool's own
-    description (its rules and functions) says what a program may call."""
+    description (its rules and functions, each shown as a call) says what a program may call."""
     return (
         f"{system_prompt}\n\n"
         "To use the functions below, reply with one Python program in a ```python block and "
         "nothing after it; it runs, and its result comes back to you in the next message. "
         "Call the functions with await and keyword arguments. When you have the answer, reply "
         "in plain text without a code block.\n\n"
-        f"{code_tool.description}"
+        f"{catalog_as_calls(code_tool.description)}"
     )
 
 
