@@ -10,12 +10,10 @@ import sys
 from collections.abc import AsyncIterator
 
 import pytest
-from typing_extensions import TypedDict
 
 from asyncai.backend import BackendConfig, OpenAiCompatibleBackend
-from asyncai.backend.wire import catalog_as_calls, python_code
+from asyncai.backend.wire import python_code
 from asyncai.code_mode import CodeMode
-from asyncai.code_mode.catalog.description import run_code_description
 from asyncai.code_mode.engine.repl import ReplScope
 from asyncai.tools.functions import FunctionTools, tool
 from tests.code_mode.conftest import TEST_LIMITS
@@ -30,29 +28,6 @@ STREAMED = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 def list_directory(path: str) -> list[str]:
     """The entries of a directory."""
     return [f"{path}/a.txt", f"{path}/b.txt", f"{path}/c.md"]
-
-
-class Entity(TypedDict):
-    name: str
-    observations: list[str]
-
-
-@tool
-def create_entities(entities: list[Entity]) -> dict[str, int]:
-    """Create entities."""
-    return {"created": len(entities)}
-
-
-@tool
-def grep(pattern: str) -> list[str]:
-    """Lines matching a regex such as \\d+ (backslashes keep a raw docstring)."""
-    return [pattern]
-
-
-@tool
-def now() -> str:
-    """The time."""
-    return "noon"
 
 
 @pytest.fixture
@@ -78,8 +53,7 @@ async def test_a_python_block_runs_and_a_reply_without_one_is_the_answer(
     assert result.reply == "Two .txt files."
     assert all("tools" not in body for body in server.requests), "no tools are offered"
     system = server.requests[0]["messages"][0]["content"]
-    assert "```python" in system and "await list_directory(path: str) -> list[str]\n" in system
-    assert "async def" not in system, "the catalog is shown as calls: a small model pastes definitions"
+    assert "```python" in system and "async def list_directory(*, path: str)" in system
     after_first = server.requests[1]["messages"][-1]
     assert after_first == {
         "role": "user",
@@ -137,31 +111,6 @@ async def test_pasted_stubs_are_dropped_and_the_same_program_is_not_run_twice(
     )
     assert result.reply == "Three entries." and result.summary.repairs == {"stub_pasted": 1}
     assert result.summary.nested_calls == 1
-
-
-def test_the_catalog_is_shown_as_calls_with_the_same_docs_and_types() -> None:
-    """Every stub of a real catalog (a TypedDict parameter, a raw docstring, no parameters) becomes
-    its call; nothing else of the description changes."""
-    definitions = FunctionTools([create_entities, grep, now]).tools()
-    description = run_code_description(definitions)
-    shown = catalog_as_calls(description)
-    assert "async def" in description and "async def" not in shown and '"""' not in shown
-    for name in ("create_entities", "grep", "now"):
-        assert f"\nawait {name}(" in shown
-    assert "await create_entities(entities: list[Entity]) -> " in shown
-    assert "class Entity(TypedDict):" in shown, "the types a call needs stay"
-    assert "await now() -> str\n    The time." in shown
-    assert "backslashes keep a raw docstring" in shown and 'r"""' not in shown
-
-    # Only stub lines changed: what remains once both forms drop them is the same text.
-    def rest(text: str) -> list[str]:
-        return [
-            line
-            for line in text.splitlines()
-            if not line.startswith(("async def", "await ")) and line.strip() not in {'"""', 'r"""'}
-        ]
-
-    assert rest(description) == rest(shown)
 
 
 def test_the_protocol_is_a_flag_and_a_bad_one_is_a_one_line_error() -> None:

@@ -1078,30 +1078,16 @@ def python_code(content: str | None) -> str | None:
     return "\n".join(blocks) if blocks else None
 
 
-_STUB_HEAD = re.compile(r"^async def (\w+)\((?:\*, )?(.*)\) -> (.*):$", re.M)
-_DOC_QUOTES = re.compile(r'^    r?"""$\n?', re.M)
-
-
-def catalog_as_calls(description: str) -> str:
-    """``description`` with each ``async def`` stub shown as the call it documents,
-    ``await f(a: int) -> T`` with its doc indented below and no docstring quotes.
-
-    The eval's most common failure of a small model writing a program was pasting the stubs'
-    definitions into it until its tokens ran out; shown calls, it has no definition to paste.
-    """
-    return _DOC_QUOTES.sub("", _STUB_HEAD.sub(r"await \1(\2) -> \3", description))
-
-
 def text_protocol_prompt(system_prompt: str, code_tool: ToolDefinition) -> str:
     """The system prompt of the text protocol: no tools are offered, so the code tool's own
-    description (its rules and functions, each shown as a call) says what a program may call."""
+    description (its rules and functions) says what a program may call."""
     return (
         f"{system_prompt}\n\n"
         "To use the functions below, reply with one Python program in a ```python block and "
         "nothing after it; it runs, and its result comes back to you in the next message. "
         "Call the functions with await and keyword arguments. When you have the answer, reply "
         "in plain text without a code block.\n\n"
-        f"{catalog_as_calls(code_tool.description)}"
+        f"{code_tool.description}"
     )
 
 
