@@ -14,6 +14,7 @@ import json
 import re
 import socket
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,25 @@ def stable(text: str) -> str:
     """``text`` with what differs between two worlds (their directory and loopback ports) named
     the same way: two runs of one attempt in two worlds then read alike."""
     return _LOOPBACK_URL.sub("http://127.0.0.1:PORT", _WORLD_PATH.sub("{WORLD}", text))
+
+
+def recorded_programs(records: Iterable[dict[str, Any]]) -> list[str]:
+    """The distinct programs a real model wrote in recorded attempts, in order: ``run_code``'s code
+    as the harness ran it (the calls in the requests are the repaired ones), and the ```python
+    blocks of text-protocol replies."""
+    from asyncai.backend.wire import python_code
+
+    programs: list[str] = []
+    for record in records:
+        for exchange in record["exchanges"]:
+            for message in exchange["request"]["messages"]:
+                for call in message.get("tool_calls") or ():
+                    if call["function"]["name"] == "run_code":
+                        code = json.loads(call["function"]["arguments"]).get("code")
+                        programs.append(code if isinstance(code, str) else "")
+                if record["mode"] == "text" and message["role"] == "assistant":
+                    programs.append(python_code(message.get("content")) or "")
+    return [program for program in dict.fromkeys(programs) if program.strip()]
 
 
 def canonical(request: dict[str, Any]) -> str:

@@ -95,10 +95,19 @@ def classify(
         return "harness: a call it did not recognise"
     if _GAVE_UP.search(_CODE_BLOCK.sub("", reply)):
         return "model: gave up"
+    if result.summary.run_code_calls == 0:
+        return "model: answered without calling a tool"
     results = [m.content or "" for m in result.messages[1:] if m.role in ("tool", "user")]
     if results and ("Traceback" in results[-1] or "error" in results[-1][:40].lower()):
         return "model: wrong code"
     return "model: wrong answer"
+
+
+def answered(result: RunResult, finish_reason: str | None) -> bool:
+    """Whether the reply can count: finished (not cut at the token limit) and after at least one
+    tool call ran. Every task reads the world, so a right number in a plan cut short, or a guess
+    made without calling anything, is no success."""
+    return finish_reason != "length" and result.summary.run_code_calls > 0
 
 
 async def run_attempt(task: Task, mode: str, repetition: int, world: World, recorder: Recorder,
@@ -123,7 +132,8 @@ async def run_attempt(task: Task, mode: str, repetition: int, world: World, reco
             error = str(exc) or type(exc).__name__
     seconds = time.perf_counter() - started
     exchanges, prompt_tokens, completion_tokens = recorder.take()
-    success = result is not None and task.check(result.reply, world)
+    finished = finish_reason(exchanges)
+    success = result is not None and answered(result, finished) and task.check(result.reply, world)
     summary = result.summary if result is not None else None
     return Attempt(
         task=task.name,
@@ -131,7 +141,7 @@ async def run_attempt(task: Task, mode: str, repetition: int, world: World, reco
         mode=mode,
         repetition=repetition,
         success=success,
-        failure=None if success else classify(result, error, finish_reason(exchanges), call_names),
+        failure=None if success else classify(result, error, finished, call_names),
         rounds=result.rounds if result is not None else 0,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,

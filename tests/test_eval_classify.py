@@ -5,19 +5,32 @@ the harness's own recogniser of calls in text, never by words inside code the mo
 from __future__ import annotations
 
 import pytest
-from evals.run import classify
+from evals.run import answered, classify
 
 from asyncai.backend.config import NO_ANSWER_TEXT, Message
+from asyncai.backend.metrics import TurnSummary
 from asyncai.backend.openai import RunResult
 
 NAMES = {"run_code", "read_text_file"}
 
 
 def result(reply: str, *results: str, forced: bool = False) -> RunResult:
+    """A run whose tool calls gave ``results`` and whose last reply is ``reply``."""
     messages = (Message("user", "question"), *(Message("tool", text, tool_call_id="c") for text in results))
+    summary = TurnSummary(run_code_calls=len(results))
     return RunResult(
-        reply=reply, messages=(*messages, Message("assistant", reply)), final_round_forced=forced
+        reply=reply,
+        messages=(*messages, Message("assistant", reply)),
+        final_round_forced=forced,
+        summary=summary,
     )
+
+
+def test_only_a_finished_reply_after_a_tool_call_can_count() -> None:
+    plan = "Steps:\n1. List the files.\n2. Read each.\n3. Count them."
+    assert not answered(result(plan, "[...]"), "length"), "a number in a plan cut short"
+    assert not answered(result("There are 3 files."), "stop"), "a guess: nothing was called"
+    assert answered(result("There are 3 files.", '["a", "b", "c"]'), "stop")
 
 
 @pytest.mark.parametrize(
@@ -34,15 +47,16 @@ def result(reply: str, *results: str, forced: bool = False) -> RunResult:
          "model: ran out of rounds"),
         (result('<tool_call>{"name": "read_text_file", "arguments": {"path": "/a"}}</tool_call>'), None, "stop",
          "harness: a call it did not recognise"),
-        (result("```python\nasync def f():\n    '''The file cannot be read.'''\n```\nIt is 42."), None, "stop",
-         "model: wrong answer"),
+        (result("```python\nasync def f():\n    '''The file cannot be read.'''\n```\nIt is 42.", "41"), None,
+         "stop", "model: wrong answer"),
+        (result("There are 3 files."), None, "stop", "model: answered without calling a tool"),
         (result("I'm sorry, I cannot read files."), None, "stop", "model: gave up"),
         (result("It is 7.", "Traceback (most recent call last):\nZeroDivisionError"), None, "stop",
          "model: wrong code"),
         (result("It is 7.", "42"), None, "stop", "model: wrong answer"),
     ],
     ids=["timeout", "overflow", "run-failed", "cut", "no-answer", "rounds", "unrecognised-call",
-         "cannot-inside-code", "gave-up", "wrong-code", "wrong-answer"],
+         "cannot-inside-code", "guessed", "gave-up", "wrong-code", "wrong-answer"],
 )  # fmt: skip
 def test_each_failure_is_classified_by_rule(
     attempt: RunResult | None, error: str | None, finish: str | None, verdict: str

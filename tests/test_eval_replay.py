@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evals.recording import RERECORD, Exchange, Recorder, Replayer, stable
+from evals.recording import RERECORD, Exchange, Recorder, Replayer, recorded_programs, stable
 from evals.run import backend_config, run_attempt
 from evals.tasks import BY_NAME
 from evals.world import new_world, services
@@ -32,6 +32,32 @@ def load(path: Path) -> dict[str, Any]:
 def test_enough_real_model_exchanges_are_recorded() -> None:
     exchanges = sum(len(load(path)["exchanges"]) for path in RECORDINGS)
     assert exchanges >= MINIMUM_EXCHANGES, f"{exchanges} recorded exchanges; record more with {RERECORD}"
+
+
+def test_the_programs_a_real_model_wrote_are_taken_once_each_in_order() -> None:
+    def call(code: str) -> dict[str, Any]:
+        arguments = json.dumps({"code": code})
+        return {
+            "role": "assistant",
+            "tool_calls": [{"function": {"name": "run_code", "arguments": arguments}}],
+        }
+
+    def record(mode: str, *messages: dict[str, Any]) -> dict[str, Any]:
+        return {"mode": mode, "exchanges": [{"request": {"messages": list(messages)}}]}
+
+    code = record(
+        "code", {"role": "user", "content": "q"}, call("await f(a=1)"), call("await f(a=1)"), call(" ")
+    )
+    text = record(
+        "text",
+        {"role": "assistant", "content": "Here:\n```python\nx = await g()\n```"},
+        {"role": "assistant", "content": "No code, just words."},
+        {"role": "user", "content": "```python\nnot the model's\n```"},
+    )
+    direct = record("direct", {"role": "assistant", "content": "```python\nprint(1)\n```"})
+    assert recorded_programs([code, text, direct]) == ["await f(a=1)", "x = await g()"]
+    committed = [json.loads(path.read_text()) for path in RECORDINGS]
+    assert recorded_programs(committed), "the committed recordings hold programs for the corpus"
 
 
 @pytest.mark.parametrize("path", RECORDINGS, ids=[path.stem for path in RECORDINGS])

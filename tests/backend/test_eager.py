@@ -239,6 +239,8 @@ def test_a_statement_is_complete_once_the_next_one_has_begun() -> None:
     assert complete_statements("a = 1\nif a:\n    b = 2\nel", 0) == [Statement("a = 1\n", 1)]  # "else"?
     assert complete_statements("a = 1\nb", 0) == [Statement("a = 1\n", 1)]  # whatever "b" becomes
     assert complete_statements("a = 1\n", 0) == []  # nothing after it yet
+    # Comments before the first statement are no statement: nothing runs for them.
+    assert complete_statements("# a note\n\n# more\na = 1\nb = 2\n", 0) == [Statement("a = 1\n", 4)]
 
 
 def test_only_statements_that_change_nothing_run_early(fake: FakeExecutor) -> None:

@@ -292,6 +292,14 @@ class AgentDoor:
         assert self.scope is not None
         return self.scope.context_note()
 
+    def sent(self, code: str) -> str:
+        """``code`` as the backend hands it to the engine: catalog stubs a model pasted are dropped
+        (a model-output repair, the backend's alone)."""
+        from asyncai.backend import wire
+
+        functions = wire.code_functions({tool.name: tool for tool in self.code_mode.tools()})
+        return wire.drop_pasted_stubs(code, functions)[0]
+
 
 # -- serve-mcp ------------------------------------------------------------------------------------
 
@@ -514,6 +522,11 @@ class DoorRig:
         return answer.result(timeout)
 
     def observe(self, program: Program, probe: str) -> dict[str, Observation]:
+        """Every door's answers to ``program``, each given its snippets as the agent's backend would
+        hand them to the engine, so the backend's repairs make no difference between doors."""
+        [agent] = [door for door in self.doors if isinstance(door, AgentDoor)]
+        program = Program(tuple(agent.sent(code) for code in program.snippets))
+
         async def job() -> dict[str, Observation]:
             return {door.name: await observe(door, program, probe) for door in self.doors}
 

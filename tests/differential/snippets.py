@@ -1,5 +1,5 @@
-"""Snippets as models write them, for the differential harness: a Hypothesis grammar and a
-collected corpus.
+"""Snippets as models write them, for the differential harness: a Hypothesis grammar, a
+collected corpus and the programs a real model wrote in the recorded eval attempts.
 
 The grammar keeps track of what each name holds (an int, a list, a dict, ...) so that most
 snippets run, and the method calls, loops and tool calls it writes are the ones that make sense
@@ -12,7 +12,9 @@ from __future__ import annotations
 import ast
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from evals.recording import recorded_programs
 from hypothesis import strategies as st
 
 NAMES = ("a", "b", "n", "xs", "ys", "d", "s", "text", "total", "r", "f", "g", "out", "err")
@@ -324,6 +326,18 @@ COLLECTED = (
     "def f(v):\n    return [v] * 2\n\n\n# after a gap\nf(3)",
     "n = 5\nn += 2\nn *= 3\nn",
     "err = None\ntry:\n    [][1]\nexcept IndexError as e:\n    err = type(e).__name__\nfinally:\n    done = True\n[err, done]",
+    # A real model's: a comment, then a tool function defined (refused); streamed, the comment
+    # once counted as a statement that had run.
+    "# the functions\n\nasync def pods(namespace: str = 'default') -> dict:\n    return {}",
+)
+
+
+# -- recorded: what a real model wrote (make eval --record), as the harness ran it -----------------
+# They call the eval's servers' functions, which the corpus server lacks: every door must fail them
+# alike (type check, unknown names, pasted stubs, missing modules), and run the rest alike.
+RECORDINGS = Path(__file__).resolve().parents[2] / "evals" / "recordings"
+RECORDED = tuple(
+    recorded_programs(json.loads(path.read_text()) for path in sorted(RECORDINGS.glob("*.json")))
 )
 
 

@@ -1,5 +1,6 @@
-"""Every door gives the same answer: generated and collected snippets through every path into the
-engine, compared with the whole snippet run on a library scope.
+"""Every door gives the same answer: generated and collected snippets, and the programs a real model
+wrote in the recorded eval attempts, through every path into the engine, compared with the whole
+snippet run on a library scope.
 
 For each program (one or two snippets in one REPL) every door must give the same text for each
 snippet (its value, printed output or error, feed numbers aside), the same error flag, the same
@@ -16,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 
 from tests.differential.doors import DoorRig, Observation, normalized
-from tests.differential.snippets import COLLECTED, Program, bound_names, programs, state_probe
+from tests.differential.snippets import COLLECTED, RECORDED, Program, bound_names, programs, state_probe
 
 EXAMPLES = int(os.environ.get("ASYNCAI_FUZZ_EXAMPLES", "20"))
 FUZZING = "ASYNCAI_FUZZ_EXAMPLES" in os.environ
@@ -66,7 +67,7 @@ def check(rig: DoorRig, program: Program) -> None:
 
 
 def with_collected(test: Callable[..., None]) -> Callable[..., None]:
-    for code in reversed(COLLECTED):
+    for code in reversed((*COLLECTED, *RECORDED)):
         test = example(Program((code,)))(test)
     return test
 

@@ -55,13 +55,17 @@ def complete_statements(prefix: str, fed_lines: int) -> list[Statement]:
         if not _starts_statement(lines[number]):
             continue
         source = "".join(lines[start:number])
-        if not source.strip():
+        if _nothing_to_run(source):  # comments and blank lines before the first statement
             start = number
             continue
         if _parses(source):
             statements.append(Statement(source, start + 1))
             start = number
     return statements
+
+
+def _nothing_to_run(source: str) -> bool:
+    return all(not line.strip() or line.lstrip().startswith("#") for line in source.splitlines())
 
 
 def _may_continue(partial: str) -> bool:
