@@ -21,6 +21,7 @@ from asyncai.backend import (
     OpenAiCompatibleBackend,
     RunResult,
 )
+from asyncai.backend.wire import drop_pasted_stubs
 from asyncai.code_mode import CodeMode
 from asyncai.code_mode.engine.repl import ReplScope
 from asyncai.tools.functions import FunctionTools, tool
@@ -252,6 +253,39 @@ async def test_stubs_pasted_into_a_snippet_are_dropped(scope: ReplScope, stream:
     ]
     assert calls_sent_back(server.requests[1]) == [("run_code", {"code": SEARCH})]
     assert result.summary.repairs == {"stub_pasted": 1}
+
+
+@STREAMED
+async def test_a_pasted_stub_with_a_comment_for_its_body_is_dropped_too(
+    scope: ReplScope, stream: bool
+) -> None:
+    """A small model's stub with no body does not parse; the rest of its program still runs."""
+    code = (
+        "import json\n\nasync def search_files(*, path: str, pattern: str) -> list[str]:\n"
+        "    # Implementation of search_files function\n\n"
+        "async def txt_files(path):\n    return await search_files(path=path, pattern='*.txt')\n\n"
+        "await txt_files('/data')"
+    )
+    script = [tool_reply(call("run_code", {"code": code})), text_reply("Two files.")]
+    with ScriptedOpenAI(script) as server:
+        result = await run(server, scope, stream=stream)
+    assert searched == [("/data", "*.txt")]
+    assert tool_results(server.requests[1]) == [
+        "(your definitions of search_files were dropped: the tool functions exist already; just call them)\n"
+        + FOUND
+    ]
+    assert result.summary.repairs == {"stub_pasted": 1}
+
+
+def test_code_that_does_not_parse_loses_only_pasted_definitions() -> None:
+    functions = {"search_files": "run_code", "read_text_file": "run_code"}
+    bodyless = "async def read_text_file(*, path: str,\n    head: int | None = None) -> dict:\n    # TODO\n"
+    assert drop_pasted_stubs(f"{bodyless}x = 1\nx", functions) == ("x = 1\nx", ("read_text_file",))
+    assert drop_pasted_stubs(f"{bodyless}x = (", functions) == (f"{bodyless}x = (", ()), "still broken"
+    assert drop_pasted_stubs(f"import json\n{bodyless}", functions) == (f"import json\n{bodyless}", ()), (
+        "nothing but imports would be left: the engine's refusal says what to write"
+    )
+    assert drop_pasted_stubs("def helper(:\n    pass\nx", functions) == ("def helper(:\n    pass\nx", ())
 
 
 async def test_only_pasted_stubs_are_refused_with_the_call_to_write(scope: ReplScope) -> None:

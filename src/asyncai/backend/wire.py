@@ -1029,7 +1029,7 @@ def drop_pasted_stubs(code: str, functions: Collection[str]) -> tuple[str, tuple
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return code, ()
+        return _drop_unparsable_stubs(code, functions)
     pasted = [
         node
         for node in tree.body
@@ -1046,6 +1046,38 @@ def drop_pasted_stubs(code: str, functions: Collection[str]) -> tuple[str, tuple
         dropped_lines.update(range(first - 1, node.end_lineno or node.lineno))
     kept = "".join(line for number, line in enumerate(lines) if number not in dropped_lines)
     return kept.strip("\n"), tuple(dict.fromkeys(node.name for node in pasted))
+
+
+_DEF_LINE = re.compile(r"(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(")
+
+
+def _drop_unparsable_stubs(code: str, functions: Collection[str]) -> tuple[str, tuple[str, ...]]:
+    """:func:`drop_pasted_stubs` for code that does not parse, as when a small model pastes a stub's
+    ``def`` line with a comment for its body: each top-level ``def`` of a catalog function goes
+    with the indented lines after it, and the rest is kept when it then parses."""
+    kept: list[str] = []
+    dropped: list[str] = []
+    inside = False
+    for line in code.splitlines(keepends=True):
+        match = _DEF_LINE.match(line)
+        if match is not None and match.group(1) in functions:
+            inside = True
+            dropped.append(match.group(1))
+        elif inside and (not line.strip() or line[0] in " \t)"):
+            continue  # the pasted definition's signature and body
+        else:
+            inside = False
+            kept.append(line)
+    rest = "".join(kept).strip("\n")
+    if not dropped or not rest.strip():
+        return code, ()
+    try:
+        tree = ast.parse(rest)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return code, ()
+    if all(isinstance(node, ast.Import | ast.ImportFrom) for node in tree.body):
+        return code, ()
+    return rest, tuple(dict.fromkeys(dropped))
 
 
 def program_key(code: str) -> str:
