@@ -21,7 +21,7 @@ from asyncai.backend import (
     OpenAiCompatibleBackend,
     RunResult,
 )
-from asyncai.backend.wire import drop_pasted_stubs
+from asyncai.backend.wire import drop_missing_imports, drop_pasted_stubs
 from asyncai.code_mode import CodeMode
 from asyncai.code_mode.engine.repl import ReplScope
 from asyncai.tools.functions import FunctionTools, tool
@@ -286,6 +286,43 @@ def test_code_that_does_not_parse_loses_only_pasted_definitions() -> None:
         "nothing but imports would be left: the engine's refusal says what to write"
     )
     assert drop_pasted_stubs("def helper(:\n    pass\nx", functions) == ("def helper(:\n    pass\nx", ())
+
+
+@STREAMED
+async def test_an_unused_import_of_a_missing_module_is_dropped(scope: ReplScope, stream: bool) -> None:
+    code = f"import requests\nimport json\n\nfound = {SEARCH}\njson.dumps(found)"
+    script = [tool_reply(call("run_code", {"code": code})), text_reply("Two files.")]
+    with ScriptedOpenAI(script) as server:
+        result = await run(server, scope, stream=stream)
+    assert tool_results(server.requests[1]) == [
+        "(import requests was dropped: the sandbox has no such module, and nothing used it)\n"
+        + json.dumps(json.loads(FOUND))
+    ]
+    assert calls_sent_back(server.requests[1]) == [
+        ("run_code", {"code": f"import json\n\nfound = {SEARCH}\njson.dumps(found)"})
+    ]
+    assert result.summary.repairs == {"import_dropped": 1}
+
+
+@pytest.mark.parametrize(
+    ("code", "kept", "dropped"),
+    [
+        ("import requests, numpy as np\nfrom bs4 import BeautifulSoup\nx = 1", "x = 1",
+         ("requests", "numpy", "bs4")),
+        ("import requests\nr = requests.get('u')", "import requests\nr = requests.get('u')", ()),  # used
+        ("import os, json\nx = 1", "import os, json\nx = 1", ()),  # the sandbox has both
+        ("import typing.re as t\nx = 1", "import typing.re as t\nx = 1", ()),
+        ("from . import sibling\nx = 1", "from . import sibling\nx = 1", ()),  # relative: the engine says
+        ("import requests", "import requests", ()),  # nothing else: the engine's error says it
+        ("import requests\nx = (", "import requests\nx = (", ()),  # does not parse
+        ("import pandas as pd\ndef f():\n    return pd\nf()", "import pandas as pd\ndef f():\n    return pd\nf()", ()),
+    ],
+    ids=["three", "used", "present", "dotted-present", "relative", "only-import", "unparsable", "used-inside"],
+)  # fmt: skip
+def test_only_unused_imports_of_missing_modules_are_dropped(
+    code: str, kept: str, dropped: tuple[str, ...]
+) -> None:
+    assert drop_missing_imports(code) == (kept, dropped)
 
 
 async def test_only_pasted_stubs_are_refused_with_the_call_to_write(scope: ReplScope) -> None:

@@ -293,12 +293,12 @@ class AgentDoor:
         return self.scope.context_note()
 
     def sent(self, code: str) -> str:
-        """``code`` as the backend hands it to the engine: catalog stubs a model pasted are dropped
-        (a model-output repair, the backend's alone)."""
+        """``code`` as the backend hands it to the engine: pasted catalog stubs and unused imports
+        of missing modules dropped (model-output repairs, the backend's alone)."""
         from asyncai.backend import wire
 
         functions = wire.code_functions({tool.name: tool for tool in self.code_mode.tools()})
-        return wire.drop_pasted_stubs(code, functions)[0]
+        return wire.repaired_snippet(code, functions)[0]
 
 
 # -- serve-mcp ------------------------------------------------------------------------------------

@@ -169,7 +169,7 @@ def _remember_program(
     """Keep the result of a snippet that ran without error: the same one again gets it back, unrun."""
     code = call.arguments.get("code") if call.arguments is not None else None
     if call.ok and call.name == code_tool and isinstance(code, str) and not output.is_error:
-        notes = (call.ran_as is not None) + bool(call.dropped)  # lines _call put before the result
+        notes = len(wire.call_notes(call))  # the lines _call put before the result
         already_ran[wire.program_key(code)] = output.content.split("\n", notes)[-1]
 
 
@@ -496,13 +496,9 @@ class OpenAiCompatibleBackend:
             except Exception as exc:  # a tool must never end the run
                 output = ToolCallOutput.error(f"error: tool {call.name} failed: {type(exc).__name__}: {exc}")
             self.activity.tool_finished(call.name, output, time.monotonic() - started)
-            if call.ran_as is not None:  # the model learns the form from what was run for it
-                output = dataclasses.replace(
-                    output, content=f"{wire.ran_as_note(call.ran_as, call.name)}\n{output.content}"
-                )
-            if call.dropped:  # and that the stubs are not to be pasted
-                note = wire.dropped_note(call.dropped)
-                output = dataclasses.replace(output, content=f"{note}\n{output.content}")
+            notes = wire.call_notes(call)  # the model learns the form from what was run for it
+            if notes:
+                output = dataclasses.replace(output, content="\n".join([*notes, output.content]))
         log_event(
             "model.tool_result",
             tool=call.name,

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asyncai.backend.config import NO_ANSWER_TEXT, BackendConfig, Message, ToolCall
+from asyncai.code_mode.engine.contract import IMPORTABLE_MODULES
 from asyncai.humanize import count, one_line
 from asyncai.log import dumps_compact, preview
 from asyncai.tools.types import ToolDefinition
@@ -537,6 +538,8 @@ class PreparedCall:
     repairs: tuple[str, ...] = ()
     dropped: tuple[str, ...] = ()
     """Catalog functions whose pasted definitions were dropped from the snippet."""
+    dropped_imports: tuple[str, ...] = ()
+    """Modules the sandbox lacks whose unused imports were dropped from the snippet."""
     earlier_result: str | None = None
     """The result of the same program earlier in this turn: not run again, this goes back instead."""
 
@@ -554,10 +557,12 @@ REPAIR_KINDS = (
     "catalog_name",
     "code_quoted",
     "stub_pasted",
+    "import_dropped",
 )
 """A call written in the reply text (three ways), a program in a ```python block of the reply that
 calls catalog functions, a catalog function called by its own name, ``run_code``'s code given in
-backticks or triple quotes, and catalog stubs pasted into a snippet (their definitions dropped)."""
+backticks or triple quotes, catalog stubs pasted into a snippet (their definitions dropped), and an
+unused import of a module the sandbox lacks (dropped)."""
 
 
 def repair_ids(ids: Sequence[str | None], used: Iterable[str] = ()) -> list[str]:
@@ -636,6 +641,17 @@ def dropped_note(names: Sequence[str]) -> str:
     return f"(your definitions of {listed} were dropped: the tool functions exist already; just call them)"
 
 
+def call_notes(call: PreparedCall) -> list[str]:
+    """The lines before a repaired call's result: what was run for it, and what was dropped."""
+    notes = [ran_as_note(call.ran_as, call.name)] if call.ran_as is not None else []
+    if call.dropped:  # the stubs are not to be pasted
+        notes.append(dropped_note(call.dropped))
+    if call.dropped_imports:
+        listed = ", ".join(call.dropped_imports)
+        notes.append(f"(import {listed} was dropped: the sandbox has no such module, and nothing used it)")
+    return notes
+
+
 def _cap_error(position: int, total: int, cap: int, code_tool: str | None) -> str:
     instead = f" Do repeated work in one {code_tool} snippet, with a loop." if code_tool else ""
     return (
@@ -683,6 +699,7 @@ def prepare_calls(
                 parsed, empty = arguments, False
         tool = tools.get(name)
         dropped: tuple[str, ...] = ()
+        dropped_imports: tuple[str, ...] = ()
         code: str | None = None
         if arguments is not None and tool is not None and _takes_code(tool):
             unfenced = _unfenced_code(arguments)
@@ -690,9 +707,10 @@ def prepare_calls(
                 arguments, repairs = unfenced, (*repairs, "code_quoted")
             code = arguments.get("code") if isinstance(arguments.get("code"), str) else None
             if code is not None:
-                code, dropped = drop_pasted_stubs(code, functions)
-                if dropped:
-                    arguments, repairs = {**arguments, "code": code}, (*repairs, "stub_pasted")
+                code, dropped, dropped_imports = repaired_snippet(code, functions)
+                arguments = {**arguments, "code": code}
+                repairs = (*repairs, *(["stub_pasted"] if dropped else []))
+                repairs = (*repairs, *(["import_dropped"] if dropped_imports else []))
         error: str | None = None
         if not name:
             error = f"error: the tool call had no function name. Available tools: {available}."
@@ -722,6 +740,7 @@ def prepare_calls(
                 ran_as=ran_as if usable else None,
                 repairs=repairs if usable else (),
                 dropped=dropped if usable else (),
+                dropped_imports=dropped_imports if usable else (),
                 earlier_result=earlier,
             )
         )
@@ -1046,6 +1065,49 @@ def drop_pasted_stubs(code: str, functions: Collection[str]) -> tuple[str, tuple
         dropped_lines.update(range(first - 1, node.end_lineno or node.lineno))
     kept = "".join(line for number, line in enumerate(lines) if number not in dropped_lines)
     return kept.strip("\n"), tuple(dict.fromkeys(node.name for node in pasted))
+
+
+def repaired_snippet(code: str, functions: Collection[str]) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """``code`` as the backend hands it to the engine: without pasted catalog stubs and unused
+    imports of missing modules; and the functions and modules dropped."""
+    code, dropped = drop_pasted_stubs(code, functions)
+    code, dropped_imports = drop_missing_imports(code)
+    return code, dropped, dropped_imports
+
+
+def drop_missing_imports(code: str) -> tuple[str, tuple[str, ...]]:
+    """``code`` without its top-level imports of modules the sandbox lacks whose names it never
+    uses (a small model's habitual ``import requests`` above a call of the catalog's ``http_get``),
+    and those modules. Unchanged when it does not parse or nothing but imports would be left."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return code, ()
+    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    missing: list[ast.Import | ast.ImportFrom] = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+            names = [alias.asname or alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [node.module]
+            names = [alias.asname or alias.name for alias in node.names]
+        else:
+            continue
+        lacking = all(module.split(".")[0] not in IMPORTABLE_MODULES for module in modules)
+        if lacking and not used.intersection(names):
+            missing.append(node)
+    if not missing or len(missing) == len(tree.body):
+        return code, ()
+    lines = code.splitlines(keepends=True)
+    gone = {number for node in missing for number in range(node.lineno - 1, node.end_lineno or node.lineno)}
+    kept = "".join(line for number, line in enumerate(lines) if number not in gone)
+    dropped = [
+        alias.name if isinstance(node, ast.Import) else node.module or ""
+        for node in missing
+        for alias in node.names
+    ]
+    return kept.strip("\n"), tuple(dict.fromkeys(dropped))
 
 
 _DEF_LINE = re.compile(r"(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(")

@@ -18,6 +18,7 @@ from asyncai.log import preview
 
 __all__ = [
     "HINTS",
+    "IMPORTABLE_MODULES",
     "MAX_RESULT_CHARS",
     "NO_OUTPUT_TEXT",
     "PREVIEW_CHARS",
@@ -215,6 +216,36 @@ def tool_name_taken(names: list[str], defined: tuple[str, ...] = ()) -> str:
         f"a tool's: `result = await {names[0]}(...)`. Nothing was run."
     )
 
+
+IMPORTABLE_MODULES: Final = frozenset(
+    [
+        "asyncio",
+        "base64",
+        "binascii",
+        "bisect",
+        "collections",
+        "copy",
+        "csv",
+        "dataclasses",
+        "datetime",
+        "decimal",
+        "functools",
+        "hashlib",
+        "itertools",
+        "json",
+        "math",
+        "os",
+        "pathlib",
+        "random",
+        "re",
+        "sys",
+        "time",
+        "tomllib",
+        "typing",
+        "unicodedata",
+    ]
+)
+"""What ``import X`` finds in a Monty session (pydantic-monty 1.4); any other module is missing."""
 
 _AVAILABLE_MODULES: Final = (
     "asyncio base64 bisect collections copy csv dataclasses datetime decimal functools hashlib "
