@@ -52,7 +52,7 @@ _EXPORTS = {
     "SampleRequest": "tools.mcp.asking",
     "Sample": "tools.mcp.asking",
     # Approvals of mutating calls
-    "MutationPolicy": "approvals.gate",
+    "MutationPolicy": "approvals",
     "Approver": "approvals.gate",
     "Approval": "approvals.gate",
     "ApprovalRequest": "approvals.gate",
@@ -67,7 +67,8 @@ _EXPORTS = {
 
 if TYPE_CHECKING:
     from asyncai.activity import Activity, NestedCall
-    from asyncai.approvals.gate import Approval, ApprovalRequest, Approver, MutationPolicy
+    from asyncai.approvals import MutationPolicy
+    from asyncai.approvals.gate import Approval, ApprovalRequest, Approver
     from asyncai.code_mode.catalog.observed import ObservedShapes
     from asyncai.code_mode.engine.repl import ReplScope
     from asyncai.code_mode.executor import CodeMode

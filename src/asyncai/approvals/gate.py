@@ -12,15 +12,13 @@ import asyncio
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from asyncai.approvals import MUTATION_POLICIES, MutationPolicy
 from asyncai.arguments import check_choice, check_flag, check_instance, check_method
 from asyncai.log import json_safe
 from asyncai.wording import setting
 
-MutationPolicy = Literal["allow", "ask", "deny"]
-"""What a nested call to a tool that may change the world needs (``mutations=``)."""
-MUTATION_POLICIES: tuple[MutationPolicy, ...] = ("allow", "ask", "deny")
 ARGUMENT_PREVIEW_CHARS = 120
 
 

@@ -13,29 +13,24 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
-from asyncai.activity import QUIET
-from asyncai.backend import DEFAULT_SYSTEM_PROMPT, BackendConfig
-from asyncai.backend.config import protocol_named
-from asyncai.cli.approval import TerminalApprover
-from asyncai.cli.blocking import LineReader, read_in_thread
-from asyncai.cli.chat import Chat
-from asyncai.cli.questions import TerminalPerson
-from asyncai.cli.sessions import add_session_options, session_recorder, state_store
 from asyncai.cli.settings import (
     Settings,
     UsageError,
     add_code_options,
     add_mcp_options,
     add_model_options,
+    add_session_options,
     mutation_policy,
     read_text_file,
     server_requests,
 )
-from asyncai.cli.wiring import code_mode_executor
-from asyncai.runtime import RunReply, RunRequest, Runtime
 
 if TYPE_CHECKING:
+    from asyncai.backend import BackendConfig
     from asyncai.cli.live import TerminalActivity
+    from asyncai.runtime import RunReply, RunRequest, Runtime
+
+# What only a run needs is imported when one starts: `asyncai --help` stays light (issue 36).
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"  # Ollama's OpenAI-compatible endpoint
 
@@ -58,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def backend_config(settings: Settings, *, stream_by_default: bool = False) -> BackendConfig:
+    from asyncai.backend import DEFAULT_SYSTEM_PROMPT, BackendConfig
+    from asyncai.backend.config import protocol_named
+
     model = settings.text("model")
     if not model:
         raise UsageError("no model: pass --model NAME or set ASYNCAI_MODEL (e.g. qwen2.5-coder:7b)")
@@ -104,6 +102,15 @@ def checked_base_url(url: str) -> str:
 
 
 async def run(settings: Settings) -> int:
+    from asyncai.activity import QUIET
+    from asyncai.cli.approval import TerminalApprover
+    from asyncai.cli.blocking import LineReader
+    from asyncai.cli.chat import Chat
+    from asyncai.cli.questions import TerminalPerson
+    from asyncai.cli.sessions import session_recorder, state_store
+    from asyncai.cli.wiring import code_mode_executor
+    from asyncai.runtime import Runtime
+
     prompt = settings.text("prompt")
     jsonl = settings.switch("jsonl")
     if prompt is None and not jsonl and not sys.stdin.isatty():
@@ -170,6 +177,8 @@ def terminal_activity(settings: Settings) -> TerminalActivity | None:
 
 
 async def _one_shot(runtime: Runtime, prompt: str, activity: TerminalActivity | None = None) -> int:
+    from asyncai.runtime import RunRequest
+
     if activity is not None:
         activity.begin_run()
     try:
@@ -194,6 +203,8 @@ def _print_reply(reply: RunReply, out: TextIO) -> int:
 
 def _parse_line(line: str) -> RunRequest | str:
     """A JSONL input line as a request, or the error to answer it with."""
+    from asyncai.runtime import RunRequest
+
     try:
         data: Any = json.loads(line)
     except ValueError as exc:
@@ -206,6 +217,7 @@ def _parse_line(line: str) -> RunRequest | str:
 
 async def _jsonl(runtime: Runtime, source: TextIO, out: TextIO) -> int:
     """One stdin line ``{"thread", "text"}`` starts or queues a run; one stdout line per run."""
+    from asyncai.cli.blocking import read_in_thread
 
     def emit(line: dict[str, Any]) -> None:
         out.write(json.dumps(line, ensure_ascii=False) + "\n")

@@ -20,7 +20,6 @@ from asyncai.cli import (
     run_code_command,
     serve_command,
     sessions_command,
-    shutdown,
     terminal,
     tools_command,
 )
@@ -107,6 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             settings = parse_settings(sys.argv[1:] if argv is None else argv)
             configure_logging(settings.switch("verbose"))
             export = start_export(settings.text("otlp"), os.environ)
+            from asyncai.cli import shutdown  # asyncio: only once a command runs
+
             try:
                 status = shutdown.run(_dispatch(settings))
             finally:

@@ -9,7 +9,6 @@ import sys
 from typing import TextIO
 
 from asyncai.cli.settings import Settings, UsageError, add_mcp_options, server_specs, sign_in_mode
-from asyncai.cli.wiring import mcp_executor
 from asyncai.tools import HttpServerSpec, http_spec
 
 
@@ -37,6 +36,8 @@ def _target(settings: Settings) -> HttpServerSpec:
 
 
 async def run(settings: Settings, out: TextIO = sys.stdout) -> int:
+    from asyncai.cli.wiring import mcp_executor  # the event loop's world: only to run
+
     spec = _target(settings)
     from asyncai.tools.mcp.oauth import SignIn
 

@@ -8,9 +8,6 @@ import ast
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from asyncai.cli.approval import TerminalApprover
-from asyncai.cli.blocking import read_in_thread
-from asyncai.cli.history import line_editing
 from asyncai.cli.settings import (
     Settings,
     UsageError,
@@ -19,7 +16,6 @@ from asyncai.cli.settings import (
     mutation_policy,
     read_text_file,
 )
-from asyncai.cli.wiring import code_mode_executor
 
 if TYPE_CHECKING:
     from asyncai.code_mode import CodeMode
@@ -61,6 +57,10 @@ def _read_snippet_file(path: str, hint: str | None) -> str:
 
 
 async def run(settings: Settings, out: TextIO = sys.stdout) -> int:
+    from asyncai.cli.approval import TerminalApprover  # what running needs: only to run
+    from asyncai.cli.history import line_editing
+    from asyncai.cli.wiring import code_mode_executor
+
     catalog, interactive = settings.switch("catalog"), settings.switch("interactive")
     snippets = [] if catalog or interactive else _snippets(settings)
     # In the interactive REPL a person is at the terminal to approve mutating calls.
@@ -95,6 +95,8 @@ def _complete(source: str) -> bool:
 
 
 async def _interactive(executor: CodeMode, out: TextIO) -> int:
+    from asyncai.cli.blocking import read_in_thread
+
     print("asyncai run-code: Python in the Monty sandbox. /restart clears state, /exit quits.", file=out)
     buffer = ""
     while True:

@@ -8,8 +8,8 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from asyncai.cli.sessions import DEFAULT_STATE_TTL
 from asyncai.cli.settings import (
+    DEFAULT_STATE_TTL,
     Settings,
     UsageError,
     add_code_options,
@@ -17,8 +17,6 @@ from asyncai.cli.settings import (
     read_text_file,
     server_requests,
 )
-from asyncai.cli.wiring import code_mode_executor
-from asyncai.transcripts.session import asyncai_version
 
 if TYPE_CHECKING:
     from asyncai.serve import HttpOptions
@@ -140,11 +138,14 @@ def shared_store_url(settings: Settings, http: bool) -> str | None:
 
 
 async def run(settings: Settings) -> int:
-    # The MCP server side (mcp.server, starlette, uvicorn) loads only when serve-mcp runs.
+    # What serving needs, the MCP server side (mcp.server, starlette, uvicorn) with it, loads only
+    # when serve-mcp runs.
+    from asyncai.cli.wiring import code_mode_executor
     from asyncai.serve import BindError, CodeModeServer, check_bind, listen, serve_http, serve_stdio
     from asyncai.serve.approval import APPROVAL_TIMEOUT
     from asyncai.serve.client_asking import ServeClients
     from asyncai.serve.http import MCP_PATH
+    from asyncai.transcripts.session import asyncai_version
 
     options = http_options(settings)
     store_url = shared_store_url(settings, http=options is not None)

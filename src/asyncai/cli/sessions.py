@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
@@ -11,7 +10,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from asyncai.cli.settings import Settings, UsageError
+from asyncai.cli.settings import DEFAULT_STATE_TTL, Settings, UsageError
 from asyncai.log import log_event, logger
 from asyncai.transcripts import (
     ClaudeCodeSession,
@@ -29,37 +28,7 @@ from asyncai.transcripts import (
 if TYPE_CHECKING:
     from asyncai.state.stores import StateStore
 
-DEFAULT_STATE_TTL = 24 * 3600.0
-
 NO_SESSION_HINT = "pass --no-session to run without recording"
-
-
-def add_session_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("sessions (Claude Code transcripts)")
-    choice = group.add_mutually_exclusive_group()
-    choice.add_argument("--resume", metavar="UUID", help="continue session UUID: the model gets its history")
-    choice.add_argument(
-        "-c",
-        "--continue",
-        dest="continue_session",
-        action="store_true",
-        default=None,
-        help="continue the newest session of this directory",
-    )
-    choice.add_argument("--session-id", metavar="UUID", help="record the new session under this id")
-    group.add_argument("--no-session", action="store_true", default=None, help="do not record this session")
-    group.add_argument(
-        "--state-store",
-        metavar="DIR|URL",
-        help="where recorded sessions keep their REPL state: a directory, or redis://HOST:PORT/DB "
-        "(default $XDG_STATE_HOME/asyncai/scopes)",
-    )
-    group.add_argument(
-        "--state-ttl", type=float, metavar="SECONDS", help="saved REPL state expires this long after (86400)"
-    )
-    group.add_argument(
-        "--code-max-state", metavar="SIZE", help="largest REPL state saved for a resumed session (256MiB)"
-    )
 
 
 def working_directory() -> str:

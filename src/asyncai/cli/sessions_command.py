@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from asyncai.cli.sessions import working_directory
 from asyncai.cli.settings import Settings
-from asyncai.transcripts import SessionInfo, list_sessions, project_dir, project_dirs
+
+if TYPE_CHECKING:
+    from asyncai.transcripts import SessionInfo
 
 HEADER = ("SESSION", "LAST ACTIVITY", "TURNS", "FIRST PROMPT")
 
@@ -41,6 +42,9 @@ def render(sessions: list[SessionInfo]) -> str:
 
 
 async def run(settings: Settings, out: TextIO = sys.stdout) -> int:
+    from asyncai.cli.sessions import working_directory  # the transcripts: only to list them
+    from asyncai.transcripts import list_sessions, project_dir, project_dirs
+
     cwd = working_directory()
     directory = project_dir(cwd)
     sessions = list_sessions(project_dirs(cwd))

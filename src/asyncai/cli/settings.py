@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from asyncai.approvals.gate import MUTATION_POLICIES, MutationPolicy
+from asyncai.approvals import MUTATION_POLICIES, MutationPolicy
 from asyncai.backend.config import PROTOCOLS
 from asyncai.code_mode import SANDBOX_KINDS, CodeModeLimits, SandboxConfig
 from asyncai.code_mode.limits import parse_memory
@@ -34,6 +34,38 @@ PATH_KEYS = ("config", "mcp_config", "code_preamble", "system_file", "file")
 
 class UsageError(Exception):
     """Bad input from the user; printed as one line, exit status 2."""
+
+
+DEFAULT_STATE_TTL = 24 * 3600.0
+"""How long saved REPL state lasts after its last use (``--state-ttl``)."""
+
+
+def add_session_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("sessions (Claude Code transcripts)")
+    choice = group.add_mutually_exclusive_group()
+    choice.add_argument("--resume", metavar="UUID", help="continue session UUID: the model gets its history")
+    choice.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_session",
+        action="store_true",
+        default=None,
+        help="continue the newest session of this directory",
+    )
+    choice.add_argument("--session-id", metavar="UUID", help="record the new session under this id")
+    group.add_argument("--no-session", action="store_true", default=None, help="do not record this session")
+    group.add_argument(
+        "--state-store",
+        metavar="DIR|URL",
+        help="where recorded sessions keep their REPL state: a directory, or redis://HOST:PORT/DB "
+        "(default $XDG_STATE_HOME/asyncai/scopes)",
+    )
+    group.add_argument(
+        "--state-ttl", type=float, metavar="SECONDS", help="saved REPL state expires this long after (86400)"
+    )
+    group.add_argument(
+        "--code-max-state", metavar="SIZE", help="largest REPL state saved for a resumed session (256MiB)"
+    )
 
 
 def add_mcp_options(parser: argparse.ArgumentParser) -> None:

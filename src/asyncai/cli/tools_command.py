@@ -8,7 +8,6 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from asyncai.cli.settings import Settings, add_mcp_options
-from asyncai.cli.wiring import mcp_executor
 from asyncai.humanize import count
 from asyncai.tools import DuplicateTool, ToolRoute
 
@@ -90,6 +89,8 @@ async def listing(executor: McpServers) -> str:
 
 
 async def run(settings: Settings, out: TextIO = sys.stdout) -> int:
+    from asyncai.cli.wiring import mcp_executor  # the event loop's world: only to run
+
     # A listing never opens a browser, and lists the servers that need sign-in rather than fail.
     async with mcp_executor(settings, sign_in="never", list_sign_in=True) as executor:
         print(await listing(executor), file=out)

@@ -19,15 +19,22 @@ from asyncai.cli.settings import (
     sign_in_mode,
     someone_can_sign_in,
 )
-from asyncai.tools.mcp.early_start import early_servers
+from asyncai.tools.mcp.early_start import EarlyServers, early_servers
 
 if TYPE_CHECKING:
-    from asyncai.approvals.gate import Approver, MutationPolicy
+    from asyncai.approvals import MutationPolicy
+    from asyncai.approvals.gate import Approver
     from asyncai.code_mode import CodeMode
     from asyncai.state.stores import StateStore
     from asyncai.tools import McpServers, ServerSpec
     from asyncai.tools.mcp.oauth import SignInMode
     from asyncai.tools.mcp.server_requests import ServerRequests
+
+
+def server_secrets(settings: Settings) -> list[str | None]:
+    """The model API key (from --api-key, OPENAI_API_KEY or the settings file) is asyncai's secret:
+    no stdio server inherits a variable holding it unless its config env names it."""
+    return [settings.text("api_key")]
 
 
 @contextlib.asynccontextmanager
@@ -37,18 +44,20 @@ async def mcp_executor(
     list_sign_in: bool = False,
     specs: list[ServerSpec] | None = None,
     requests: ServerRequests | None = None,
+    early: EarlyServers | None = None,
 ) -> AsyncIterator[McpServers]:
     """The configured servers, started; ``sign_in`` says how a server asking for OAuth sign-in gets
-    it (by default: in the browser when someone can answer, else it is reported)."""
+    it (by default: in the browser when someone can answer, else it is reported); ``early`` holds
+    the stdio servers already spawned (by default they are spawned here)."""
     limits = code_limits(settings)
     if sign_in is None:
         sign_in = sign_in_mode(settings, someone_can_sign_in())
     specs = server_specs(settings) if specs is None else specs
-    # The model API key (from --api-key, OPENAI_API_KEY or the settings file) is asyncai's secret:
-    # no stdio server inherits a variable holding it unless its config env names it.
-    secrets = [settings.text("api_key")]
+    secrets = server_secrets(settings)
     # Spawn the stdio servers first: their own start then overlaps the SDK import below.
-    async with early_servers(specs, secrets) as early:
+    async with contextlib.AsyncExitStack() as spawned:
+        if early is None:
+            early = await spawned.enter_async_context(early_servers(specs, secrets))
         from asyncai.tools import McpServers  # loads the mcp SDK: only when a command needs servers
 
         # The code-mode per-call timeout fires first; the MCP one is a backstop for direct use.
@@ -77,20 +86,25 @@ async def code_mode_executor(
     ``--mutations ask`` (without one they are refused); ``state_store`` keeps thread REPLs for
     resumed sessions; ``requests`` answers what the servers ask (declined by default);
     ``mutations`` is the policy already resolved (default: ``--mutations``, else ``allow``)."""
-    from asyncai.code_mode import CodeMode  # pydantic-monty and the engine: only to run code
-    from asyncai.code_mode.catalog.observed import SHAPES_FILE, ObservedShapes
-    from asyncai.code_mode.engine.clock import every_clock_paused
-    from asyncai.state.stores import default_state_dir
-
     limits = code_limits(settings)
     sandbox = sandbox_config(settings)
     sandbox.resolved_kind()  # fail on a bad sandbox choice before any server starts
     preamble = read_preamble(settings)
     mutations = mutations or mutation_policy(settings)
     requests = requests or server_requests(settings)
-    # A snippet's wall clock stops while a person answers what a server asked, as for approvals.
-    requests.waiting = every_clock_paused
-    async with mcp_executor(settings, requests=requests) as inner:
+    async with contextlib.AsyncExitStack() as stack:
+        # The stdio servers start first, so their start overlaps the imports of the engine below.
+        early = await stack.enter_async_context(
+            early_servers(server_specs(settings), server_secrets(settings))
+        )
+        from asyncai.code_mode import CodeMode  # pydantic-monty and the engine: only to run code
+        from asyncai.code_mode.catalog.observed import SHAPES_FILE, ObservedShapes
+        from asyncai.code_mode.engine.clock import every_clock_paused
+        from asyncai.state.stores import default_state_dir
+
+        # A snippet's wall clock stops while a person answers what a server asked, as for approvals.
+        requests.waiting = every_clock_paused
+        inner = await stack.enter_async_context(mcp_executor(settings, requests=requests, early=early))
         executor = CodeMode(
             inner,
             limits,

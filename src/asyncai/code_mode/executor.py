@@ -8,7 +8,8 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from asyncai.activity import QUIET, Activity
-from asyncai.approvals.gate import Approver, MutationPolicy, check_policy
+from asyncai.approvals import MutationPolicy
+from asyncai.approvals.gate import Approver, check_policy
 from asyncai.arguments import check_flag, check_instance, check_method, strings
 from asyncai.code_mode.catalog.description import run_code_definition
 from asyncai.code_mode.catalog.entries import build_catalog

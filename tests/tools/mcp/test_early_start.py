@@ -56,3 +56,18 @@ async def test_a_command_that_cannot_start_early_fails_as_before() -> None:
         with pytest.raises(Exception, match="cannot start MCP server"):
             await executor.connect()
         await executor.aclose()
+
+
+async def test_code_mode_from_the_command_line_talks_to_the_server_it_spawned_first() -> None:
+    """``run-code`` and the agent spawn their stdio servers before importing the engine and the SDK;
+    the server spawned first is the one code mode uses, and no second one is started."""
+    from asyncai.cli.main import parse_settings
+    from asyncai.cli.wiring import code_mode_executor
+    from tests.hostile.watch import descendants
+
+    command = server_command("early")
+    settings = parse_settings(["run-code", "--mcp-stdio", command, "-c", "1"])
+    async with code_mode_executor(settings) as executor:
+        output = await executor.call_tool("run_code", {"code": "(await whoami())['pid']"})
+        servers = [proc.pid for proc in descendants() if "--name early" in proc.cmdline]
+    assert servers == [int(output.content)], "one server, and code mode talks to it"

@@ -16,7 +16,8 @@ from typing import Any
 import pydantic_monty as pm
 
 from asyncai.activity import QUIET, Activity, combined
-from asyncai.approvals.gate import Approval, ApprovalRequest, Approver, MutationGate, MutationPolicy
+from asyncai.approvals import MutationPolicy
+from asyncai.approvals.gate import Approval, ApprovalRequest, Approver, MutationGate
 from asyncai.code_mode.catalog.entries import CatalogEntry, Finder
 from asyncai.code_mode.catalog.observed import ObservedShapes
 from asyncai.code_mode.catalog.stubs import RUN_CODE

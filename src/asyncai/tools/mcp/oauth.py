@@ -27,7 +27,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError
-from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -301,6 +300,9 @@ class SignIn:
         (never asked to sign in, no stored sign-in: a 401 is then reported by ``note_response``)."""
         settings = self.settings
         if settings.grant_type == "client_credentials":
+            # It loads PyJWT (about 60 ms): only for the servers that use this grant.
+            from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+
             assert settings.client_id and settings.client_secret
             self.attached = True
             storage = TokenFile(self.url, self.path, "", None)
