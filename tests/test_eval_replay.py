@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evals.recording import RERECORD, Exchange, Recorder, Replayer, recorded_programs, stable
+from evals.recording import RERECORD, Exchange, Recorder, Replayer, recorded_programs, stable, timeless
 from evals.run import backend_config, run_attempt
 from evals.tasks import BY_NAME
 from evals.world import new_world, services
@@ -58,6 +58,12 @@ def test_the_programs_a_real_model_wrote_are_taken_once_each_in_order() -> None:
     assert recorded_programs([code, text, direct]) == ["await f(a=1)", "x = await g()"]
     committed = [json.loads(path.read_text()) for path in RECORDINGS]
     assert recorded_programs(committed), "the committed recordings hold programs for the corpus"
+
+
+def test_a_replayed_request_may_differ_only_in_the_times_of_the_worlds_files() -> None:
+    info = "size: 44\ncreated: Sat Dec 05 2026 09:46:07 GMT+0000 (Coordinated Universal Time)\nisFile: true"
+    assert timeless(info) == "size: 44\ncreated: {TIME}\nisFile: true"
+    assert timeless("the year 2026, at 09:46") == "the year 2026, at 09:46"
 
 
 @pytest.mark.parametrize("path", RECORDINGS, ids=[path.stem for path in RECORDINGS])
