@@ -13,16 +13,24 @@ from asyncai.backend.config import (
     Message,
     ToolCall,
 )
-from asyncai.backend.harness import ModelTurn, SessionHarness
-from asyncai.backend.metrics import TurnSummary
 from asyncai.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from asyncai.backend.harness import ModelTurn, SessionHarness
+    from asyncai.backend.metrics import TurnSummary
     from asyncai.backend.openai import ModelServerError, OpenAiCompatibleBackend, RunResult
 
 if not TYPE_CHECKING:  # the type checker sees the imports above, and no attribute it does not know
     __getattr__ = lazy_exports(
-        __name__, {"ModelServerError": "openai", "OpenAiCompatibleBackend": "openai", "RunResult": "openai"}
+        __name__,
+        {
+            "ModelServerError": "openai",
+            "OpenAiCompatibleBackend": "openai",
+            "RunResult": "openai",
+            "ModelTurn": "harness",
+            "SessionHarness": "harness",
+            "TurnSummary": "metrics",
+        },
     )
 
 __all__ = [

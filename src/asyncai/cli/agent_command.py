@@ -11,7 +11,6 @@ import contextlib
 import json
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
-from urllib.parse import urlsplit
 
 from asyncai.cli.settings import (
     Settings,
@@ -86,6 +85,8 @@ def backend_config(settings: Settings, *, stream_by_default: bool = False) -> Ba
 def checked_base_url(url: str) -> str:
     """``url`` when it is an http(s) URL with a host; anything else is a ``UsageError`` before any
     request (``localhost:8080/v1`` would otherwise fail only after four retries)."""
+    from urllib.parse import urlsplit
+
     text = url.strip()
     parts = urlsplit(text)
     if parts.scheme in ("http", "https") and parts.netloc:

@@ -8,7 +8,6 @@ import difflib
 import math
 import os
 import sys
-import tomllib
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,10 +18,10 @@ from asyncai.backend.config import PROTOCOLS
 from asyncai.code_mode import SANDBOX_KINDS, CodeModeLimits, SandboxConfig
 from asyncai.code_mode.limits import parse_memory
 from asyncai.code_mode.sandbox.config import SandboxKind
-from asyncai.tools import ServerSpec, http_spec, specs_from_config, stdio_spec
 from asyncai.tools.mcp.asking import ELICITATION_POLICIES, SAMPLING_POLICIES
 
 if TYPE_CHECKING:
+    from asyncai.tools import ServerSpec
     from asyncai.tools.mcp.asking import Person
     from asyncai.tools.mcp.oauth import SignInMode
     from asyncai.tools.mcp.server_requests import ServerRequests
@@ -330,6 +329,8 @@ def _read_config(path: Path, explicit: bool) -> dict[str, Any]:
         if explicit:
             raise UsageError(f"config file {path} does not exist")
         return {}
+    import tomllib  # only when there is a file to read
+
     try:
         return tomllib.loads(read_text_file(str(path), "config file"))
     except tomllib.TOMLDecodeError as exc:
@@ -395,6 +396,8 @@ def resolve(args: argparse.Namespace, known: Collection[str]) -> Settings:
 
 
 def server_specs(settings: Settings) -> list[ServerSpec]:
+    from asyncai.tools import http_spec, specs_from_config, stdio_spec  # once a command runs
+
     specs: list[ServerSpec] = [stdio_spec(command) for command in settings.texts("mcp_stdio")]
     specs += [http_spec(url) for url in settings.texts("mcp_http")]
     for path in settings.texts("mcp_config"):
