@@ -42,8 +42,10 @@ PROBE = """
 import json, sys
 from asyncai.cli.main import main, parse_settings
 if sys.argv[1:] == ["parse"]:
+    from asyncai.cli.settings import server_requests
     for argv in (["--model", "m", "-p", "hi"], ["serve-mcp", "--http", "127.0.0.1:0"], ["run-code", "-c", "1"]):
-        parse_settings(argv)
+        # How servers' questions are answered is set up before the servers spawn: without the SDK.
+        server_requests(parse_settings(argv))
 else:
     try:
         main(sys.argv[1:])
@@ -64,7 +66,7 @@ def loaded(modules: set[str], packages: tuple[str, ...]) -> list[str]:
     return sorted(m for m in modules if any(m == p or m.startswith(f"{p}.") for p in packages))
 
 
-def test_parsing_any_command_imports_none_of_the_heavy_libraries() -> None:
+def test_parsing_any_command_and_setting_up_its_answers_import_none_of_the_heavy_libraries() -> None:
     assert loaded(imported_by("parse"), HEAVY) == []
 
 

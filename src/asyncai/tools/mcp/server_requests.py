@@ -16,10 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import mcp.types as mt
-from mcp.client import ClientRequestContext
+from typing import TYPE_CHECKING, Any
 
 from asyncai.arguments import check_choice, check_method, refusal
 from asyncai.log import log_event
@@ -39,9 +36,18 @@ from asyncai.tools.mcp.asking import (
 )
 from asyncai.wording import setting
 
+if TYPE_CHECKING:
+    import mcp.types as mt
+    from mcp.client import ClientRequestContext
+
+# The mcp SDK (half a second to import) loads when a server first asks, not when the answers are
+# set up: the command line builds these before it spawns its servers, whose start should not wait.
+
 
 def roots_from(directories: Sequence[str | Path]) -> list[mt.Root]:
     """The directories offered as roots (absolute ``file://`` URIs, named by their last part)."""
+    import mcp.types as mt
+
     roots = []
     for directory in directories:
         path = Path(directory).expanduser().resolve()
@@ -50,6 +56,8 @@ def roots_from(directories: Sequence[str | Path]) -> list[mt.Root]:
 
 
 def _sample_request(params: mt.CreateMessageRequestParams) -> SampleRequest:
+    import mcp.types as mt
+
     messages = []
     for message in params.messages:
         blocks = message.content if isinstance(message.content, list) else [message.content]
@@ -98,6 +106,7 @@ class ServerRequests:
 
     def client_callbacks(self, server: str) -> dict[str, Any]:
         """The SDK ``Client`` keyword arguments that declare and answer these capabilities."""
+        import mcp.types as mt
 
         async def elicit(context: ClientRequestContext, params: mt.ElicitRequestParams) -> mt.ElicitResult:
             return await self.elicit(server, params)
@@ -118,6 +127,8 @@ class ServerRequests:
         return callbacks
 
     async def elicit(self, server: str, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+        import mcp.types as mt
+
         try:
             answer = await self._elicitation_answer(server, params)
         except Exception as exc:  # a question that cannot be asked is cancelled, not a host failure
@@ -134,6 +145,8 @@ class ServerRequests:
         return mt.ElicitResult(action=answer.action, content=answer.content)
 
     async def _elicitation_answer(self, server: str, params: mt.ElicitRequestParams) -> FormAnswer:
+        import mcp.types as mt
+
         if self.elicitation == "decline":
             return FormAnswer("decline")
         if isinstance(params, mt.ElicitRequestURLParams):
@@ -154,6 +167,8 @@ class ServerRequests:
     async def sample(
         self, server: str, params: mt.CreateMessageRequestParams
     ) -> mt.CreateMessageResult | mt.ErrorData:
+        import mcp.types as mt
+
         refusal = self._sampling_refusal(params)
         if refusal is not None:
             return self._refused(server, refusal)
@@ -202,6 +217,8 @@ class ServerRequests:
 
     @staticmethod
     def _refused(server: str, reason: str) -> mt.ErrorData:
+        import mcp.types as mt
+
         log_event("mcp.sampling", logging.INFO, server=server, refused=reason)
         return mt.ErrorData(code=mt.INVALID_REQUEST, message=f"sampling refused: {reason}")
 
