@@ -18,7 +18,7 @@ from asyncai.approvals.gate import Approval
 from asyncai.code_mode import CodeMode
 from asyncai.code_mode.engine.contract import NO_OUTPUT_TEXT
 from asyncai.code_mode.engine.pausing import PausedSnippet, pack_paused, unpack_paused
-from asyncai.code_mode.engine.variables import SCAN_ON_LOOP_CHARS, bind_last_value, scan_snippet
+from asyncai.code_mode.engine.read import SCAN_ON_LOOP_CHARS, bind_last_value, scan_snippet
 from asyncai.tools.types import ToolCallOutput
 from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor, run
 from tests.differential.doors import DoorRig

@@ -73,8 +73,8 @@ def test_a_wrong_literal_is_stopped_and_a_variable_is_not() -> None:
 )
 def test_the_check_is_skipped_only_when_it_could_catch_nothing(code: str, can_catch: bool) -> None:
     from asyncai.code_mode.catalog.entries import build_catalog
+    from asyncai.code_mode.engine.read import parse_snippet
     from asyncai.code_mode.engine.type_check import check_can_catch
-    from asyncai.code_mode.engine.variables import parse_snippet
     from tests.code_mode.conftest import FakeExecutor
 
     tree = parse_snippet(code)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from asyncai.code_mode.engine.variables import as_written, bind_last_value, names_to_probe, scan_snippet
+from asyncai.code_mode.engine.read import as_written, bind_last_value, scan_snippet
+from asyncai.code_mode.engine.variables import names_to_probe
 
 HELD = ["pods", "data", "total", "helper"]
 

@@ -48,22 +48,24 @@ from asyncai.code_mode.engine.preamble import (
     keeping,
     scope_preamble,
 )
-from asyncai.code_mode.engine.speculation import Speculations, literal_calls, literal_calls_in
-from asyncai.code_mode.engine.type_check import check_can_catch, rejection, stub_types, type_check_stubs
-from asyncai.code_mode.engine.variables import (
+from asyncai.code_mode.engine.read import (
     LAST_VALUE,
     SCAN_ON_LOOP_CHARS,
-    BoundVariable,
     SnippetScan,
     as_written,
     bind_last_value,
+    parse_snippet,
+    scan_snippet,
+    scan_snippet_off_loop,
+)
+from asyncai.code_mode.engine.speculation import Speculations, literal_calls, literal_calls_in
+from asyncai.code_mode.engine.type_check import check_can_catch, rejection, stub_types, type_check_stubs
+from asyncai.code_mode.engine.variables import (
+    BoundVariable,
     format_note,
     names_to_probe,
     note_candidates,
-    parse_snippet,
     probe_source,
-    scan_snippet,
-    scan_snippet_off_loop,
 )
 from asyncai.code_mode.sandbox.sandboxes import Sandbox, release
 from asyncai.code_mode.sandbox.workers import NoWorker, WorkerRoom

@@ -27,7 +27,7 @@ from typing import Any
 
 from asyncai.code_mode.catalog.entries import CatalogEntry, call_mistakes
 from asyncai.code_mode.catalog.stubs import StubTypes, catalog_types, inline_local_refs, render_signature
-from asyncai.code_mode.engine.variables import SCAN_ON_LOOP_CHARS, parse_snippet
+from asyncai.code_mode.engine.read import SCAN_ON_LOOP_CHARS, parse_snippet
 
 SCRIPT_NAME = "run_code.py"
 HEADER = "from typing import Any, Literal, NotRequired, TypedDict\nimport asyncio\nimport json\nimport re\n"
