@@ -104,6 +104,15 @@ class Terminal:
             self.pump(min(left, 0.5))  # returns as soon as output arrives
         return self.screen()
 
+    def wait_for_scrollback(self, done: Callable[[str], bool], timeout: float = 30) -> str:
+        """Read the terminal until ``done`` holds for the scrollback; the scrollback then."""
+        deadline = time.monotonic() + timeout
+        while not done(self.scrollback()):
+            left = deadline - time.monotonic()
+            assert left > 0, f"not in the scrollback within {timeout} s\n{self.scrollback()[-3000:]}"
+            self.pump(min(left, 0.5))  # returns as soon as output arrives
+        return self.scrollback()
+
     def type(self, text: str) -> None:
         self.child.send(text)
 
@@ -293,8 +302,8 @@ def test_a_long_streamed_reply_is_shown_once(tmp_path: Path) -> None:
             chat.wait_for("you>")
             chat.type("tell me at length\r")
             chat.wait_for("Paragraph 59 of the answer.")
-            chat.wait_for("you>")
-            everything = chat.scrollback()
+            # The prompt line of this turn is on the screen too: wait for the next turn's.
+            everything = chat.wait_for_scrollback(lambda text: text.count("you>") == 2)
         finally:
             chat.close()
     for n in (0, 30, 59):
