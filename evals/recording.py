@@ -16,6 +16,7 @@ import socket
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -26,6 +27,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 RERECORD = "make eval EVAL_ARGS='--record'"
+RECORDINGS = Path(__file__).resolve().parent / "recordings"
+"""Where ``make eval --record`` keeps each attempt's exchanges, and ``make test`` finds them."""
 
 
 @dataclass

@@ -33,12 +33,11 @@ from asyncai import CodeMode, CodeModeLimits, McpServers, ToolSource
 from asyncai.backend import wire
 from asyncai.backend.config import NO_ANSWER_TEXT, BackendConfig
 from asyncai.backend.openai import ModelServerError, OpenAiCompatibleBackend, RunResult
-from evals.recording import Exchange, Recorder
+from evals.recording import RECORDINGS, Exchange, Recorder
 from evals.tasks import BY_NAME, TASKS, Task
 from evals.world import World, new_world, services
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORDINGS = ROOT / "evals" / "recordings"
 MODES = ("code", "text", "direct")
 ATTEMPT_TIMEOUT = 420.0
 LIMITS = CodeModeLimits(max_memory=512 * 2**20)

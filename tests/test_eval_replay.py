@@ -12,12 +12,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evals.recording import RERECORD, Exchange, Recorder, Replayer, recorded_programs, stable, timeless
+from evals.recording import (
+    RECORDINGS,
+    RERECORD,
+    Exchange,
+    Recorder,
+    Replayer,
+    recorded_programs,
+    stable,
+    timeless,
+)
 from evals.run import backend_config, run_attempt
 from evals.tasks import BY_NAME
 from evals.world import new_world, services
 
-RECORDINGS = sorted((Path(__file__).resolve().parents[1] / "evals" / "recordings").glob("*.json"))
+RECORDED_ATTEMPTS = sorted(RECORDINGS.glob("*.json"))
 MINIMUM_EXCHANGES = 30
 
 pytestmark = pytest.mark.anyio
@@ -30,7 +39,7 @@ def load(path: Path) -> dict[str, Any]:
 
 
 def test_enough_real_model_exchanges_are_recorded() -> None:
-    exchanges = sum(len(load(path)["exchanges"]) for path in RECORDINGS)
+    exchanges = sum(len(load(path)["exchanges"]) for path in RECORDED_ATTEMPTS)
     assert exchanges >= MINIMUM_EXCHANGES, f"{exchanges} recorded exchanges; record more with {RERECORD}"
 
 
@@ -56,7 +65,7 @@ def test_the_programs_a_real_model_wrote_are_taken_once_each_in_order() -> None:
     )
     direct = record("direct", {"role": "assistant", "content": "```python\nprint(1)\n```"})
     assert recorded_programs([code, text, direct]) == ["await f(a=1)", "x = await g()"]
-    committed = [json.loads(path.read_text()) for path in RECORDINGS]
+    committed = [json.loads(path.read_text()) for path in RECORDED_ATTEMPTS]
     assert recorded_programs(committed), "the committed recordings hold programs for the corpus"
 
 
@@ -66,7 +75,7 @@ def test_a_replayed_request_may_differ_only_in_the_times_of_the_worlds_files() -
     assert timeless("the year 2026, at 09:46") == "the year 2026, at 09:46"
 
 
-@pytest.mark.parametrize("path", RECORDINGS, ids=[path.stem for path in RECORDINGS])
+@pytest.mark.parametrize("path", RECORDED_ATTEMPTS, ids=[path.stem for path in RECORDED_ATTEMPTS])
 async def test_a_recorded_attempt_replays_through_the_harness(path: Path) -> None:
     record = load(path)
     task = BY_NAME[record["task"]]

@@ -12,9 +12,8 @@ from __future__ import annotations
 import ast
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from evals.recording import recorded_programs
+from evals.recording import RECORDINGS, recorded_programs
 from hypothesis import strategies as st
 
 NAMES = ("a", "b", "n", "xs", "ys", "d", "s", "text", "total", "r", "f", "g", "out", "err")
@@ -335,7 +334,6 @@ COLLECTED = (
 # -- recorded: what a real model wrote (make eval --record), as the harness ran it -----------------
 # They call the eval's servers' functions, which the corpus server lacks: every door must fail them
 # alike (type check, unknown names, pasted stubs, missing modules), and run the rest alike.
-RECORDINGS = Path(__file__).resolve().parents[2] / "evals" / "recordings"
 RECORDED = tuple(
     recorded_programs(json.loads(path.read_text()) for path in sorted(RECORDINGS.glob("*.json")))
 )

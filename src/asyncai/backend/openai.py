@@ -475,16 +475,14 @@ class OpenAiCompatibleBackend:
             log_event("backend.call_repaired", kind=kind, tool=call.name, id=call.id, **repaired)
         extra: dict[str, Any] = {"error": call.error} if call.error is not None else {}
         log_event("model.tool_call", tool=call.name, id=call.id, arguments=call.arguments, **extra)
-        if call.earlier_result is not None:
-            output = ToolCallOutput(content=wire.already_ran_text(call.earlier_result))
+        if not call.ok or call.arguments is None:  # not run: a repeat, or a call that cannot run
+            if call.earlier_result is not None:
+                output = ToolCallOutput(content=wire.already_ran_text(call.earlier_result))
+            else:
+                output = ToolCallOutput.error(call.error or f"error: unusable call to {call.name}")
             ran = await eager.abandon() if eager is not None else None
             if ran:  # statements of it ran while it streamed: the model must know
-                output = ToolCallOutput(content=f"{output.content}\n{ran}")
-        elif call.error is not None or call.arguments is None:
-            output = ToolCallOutput.error(call.error or f"error: unusable call to {call.name}")
-            ran = await eager.abandon() if eager is not None else None
-            if ran:  # statements of it ran while it streamed: the model must know
-                output = ToolCallOutput.error(f"{output.content}\n{ran}")
+                output = dataclasses.replace(output, content=f"{output.content}\n{ran}")
         else:
             self.activity.tool_started(call.name, call.arguments)
             started = time.monotonic()

@@ -94,9 +94,8 @@ async def code_mode_executor(
     requests = requests or server_requests(settings)
     async with contextlib.AsyncExitStack() as stack:
         # The stdio servers start first, so their start overlaps the imports of the engine below.
-        early = await stack.enter_async_context(
-            early_servers(server_specs(settings), server_secrets(settings))
-        )
+        specs = server_specs(settings)  # read once: a config file is read for it
+        early = await stack.enter_async_context(early_servers(specs, server_secrets(settings)))
         from asyncai.code_mode import CodeMode  # pydantic-monty and the engine: only to run code
         from asyncai.code_mode.catalog.observed import SHAPES_FILE, ObservedShapes
         from asyncai.code_mode.engine.clock import every_clock_paused
@@ -104,7 +103,9 @@ async def code_mode_executor(
 
         # A snippet's wall clock stops while a person answers what a server asked, as for approvals.
         requests.waiting = every_clock_paused
-        inner = await stack.enter_async_context(mcp_executor(settings, requests=requests, early=early))
+        inner = await stack.enter_async_context(
+            mcp_executor(settings, specs=specs, requests=requests, early=early)
+        )
         executor = CodeMode(
             inner,
             limits,

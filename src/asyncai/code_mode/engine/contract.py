@@ -247,9 +247,10 @@ IMPORTABLE_MODULES: Final = frozenset(
 )
 """What ``import X`` finds in a Monty session (pydantic-monty 1.4); any other module is missing."""
 
-_AVAILABLE_MODULES: Final = (
-    "asyncio base64 bisect collections copy csv dataclasses datetime decimal functools hashlib "
-    "itertools json math random re time typing"
+# What a hint offers: the importable modules, less the OS ones (their functions are disabled) and
+# those a snippet has no use for.
+_AVAILABLE_MODULES: Final = " ".join(
+    sorted(IMPORTABLE_MODULES - {"binascii", "os", "pathlib", "sys", "tomllib", "unicodedata"})
 )
 
 HINTS: Final[tuple[tuple[str, str], ...]] = (
