@@ -261,7 +261,7 @@ async def in_process(records: int, runs: int) -> InProcess:
                 paused_in = time.perf_counter() - start
                 assert isinstance(paused, PausedSnippet), paused
                 # The pause record, and the snapshot parked as the REPL's state (the last one's kept).
-                size, snapshot = len(pack_paused(paused)), len(scope._parked or b"")
+                size, snapshot = len(pack_paused(paused)), len(scope.dump or b"")
                 [held] = paused.held
                 start = time.perf_counter()
                 done = await scope.resume(paused, {held.call_id: Approval(True)})

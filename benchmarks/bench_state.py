@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 
 from asyncai.code_mode import CodeMode
-from asyncai.code_mode.engine.repl import ReplScope
+from asyncai.code_mode.engine.scope import ReplScope
 from asyncai.tools.functions import FunctionTools
 from report import Row, Stats, arguments, save_section, timed_async
 
@@ -43,7 +43,7 @@ async def measure(runs: int) -> list[Row]:
                 parks.append(await timed_async(scope.park))
                 restores.append(await timed_async(length))
             await scope.park()
-            dumped = len(scope._parked or b"")
+            dumped = len(scope.dump or b"")
             label = f"{size:,} records"
             rows.append(Row("park", label, Stats.of(parks), note=f"dump {dumped / 2**20:.1f} MiB"))
             rows.append(

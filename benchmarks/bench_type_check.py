@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.fakes.big_server import generate
 
 from asyncai.code_mode import CodeMode, SandboxConfig
-from asyncai.code_mode.engine.repl import ReplScope
+from asyncai.code_mode.engine.scope import ReplScope
 from asyncai.tools.mcp.results import tool_definition
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 
@@ -50,7 +50,7 @@ class Tools(ToolSource):
 
 
 def worker_rss(scope: ReplScope) -> int:
-    session = scope._worker
+    session = scope.worker
     pid = session.worker_pid if session is not None else None
     return int(psutil.Process(pid).memory_info().rss) if pid else 0
 

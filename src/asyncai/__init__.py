@@ -23,7 +23,7 @@ _EXPORTS = {
     "CodeModeLimits": "code_mode.limits",
     "SandboxConfig": "code_mode.sandbox.config",
     "SandboxConfigError": "code_mode.sandbox.config",
-    "ReplScope": "code_mode.engine.repl",
+    "ReplScope": "code_mode.engine.scope",
     "ReplScopes": "code_mode.scopes",
     "ScopeUse": "code_mode.scopes",
     "ObservedShapes": "code_mode.catalog.observed",
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from asyncai.approvals import MutationPolicy
     from asyncai.approvals.gate import Approval, ApprovalRequest, Approver
     from asyncai.code_mode.catalog.observed import ObservedShapes
-    from asyncai.code_mode.engine.repl import ReplScope
+    from asyncai.code_mode.engine.scope import ReplScope
     from asyncai.code_mode.executor import CodeMode
     from asyncai.code_mode.limits import CodeModeLimits
     from asyncai.code_mode.sandbox.config import SandboxConfig, SandboxConfigError

@@ -18,8 +18,8 @@ from asyncai.backend.config import BackendConfig
 from asyncai.backend.eager import streamed_code
 from asyncai.backend.openai import OpenAiCompatibleBackend
 from asyncai.code_mode import CodeMode
-from asyncai.code_mode.engine.eager import Statement, complete_statements, runs_early
-from asyncai.code_mode.engine.repl import ReplScope
+from asyncai.code_mode.engine.plan import Statement, complete_statements, runs_early
+from asyncai.code_mode.engine.scope import ReplScope
 from asyncai.tools.functions import FunctionTools, tool
 from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor
 from tests.fakes.openai_server import ScriptedOpenAI, held_reply, text_reply

@@ -23,7 +23,7 @@ from asyncai.backend import (
 )
 from asyncai.backend.wire import drop_missing_imports, drop_pasted_stubs
 from asyncai.code_mode import CodeMode
-from asyncai.code_mode.engine.repl import ReplScope
+from asyncai.code_mode.engine.scope import ReplScope
 from asyncai.tools.functions import FunctionTools, tool
 from asyncai.tools.types import ToolCallOutput, ToolSource
 from tests.code_mode.conftest import TEST_LIMITS

@@ -14,7 +14,7 @@ import pytest
 from asyncai.backend import BackendConfig, OpenAiCompatibleBackend
 from asyncai.backend.wire import python_code
 from asyncai.code_mode import CodeMode
-from asyncai.code_mode.engine.repl import ReplScope
+from asyncai.code_mode.engine.scope import ReplScope
 from asyncai.tools.functions import FunctionTools, tool
 from tests.code_mode.conftest import TEST_LIMITS
 from tests.fakes.openai_server import ScriptedOpenAI, text_reply

@@ -12,7 +12,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import TextContent
 
 from asyncai.code_mode import CodeMode, CodeModeLimits
-from asyncai.code_mode.engine.repl import ReplScope
+from asyncai.code_mode.engine.scope import ReplScope
 from asyncai.tools.functions import FunctionTools, tool
 from asyncai.tools.types import ToolCallOutput, ToolSource
 
@@ -107,9 +107,9 @@ async def run(executor: ToolSource, code: str, **extra: Any) -> ToolCallOutput:
 
 async def worker_pid(scope: ReplScope) -> int:
     """The pid of the worker behind ``scope`` (started by a first snippet if need be)."""
-    if scope._worker is None:
+    if scope.worker is None:
         await run(scope, "None")
-    assert scope._worker is not None
-    pid = scope._worker.worker_pid
+    assert scope.worker is not None
+    pid = scope.worker.worker_pid
     assert pid is not None
     return pid

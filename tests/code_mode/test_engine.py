@@ -185,12 +185,12 @@ async def test_the_worker_watch_holds_one_pidfd_per_worker_from_checkout_to_rele
     scope = code_mode.new_scope()
     assert scope is not None
     pid = await worker_pid(scope)
-    assert scope._worker is not None
-    descriptor = scope.setup.sandbox.exit_watch(scope._worker)
+    assert scope.worker is not None
+    descriptor = scope.setup.sandbox.exit_watch(scope.worker)
     assert descriptor is not None and _pidfd_of(descriptor) == pid
     for _ in range(3):  # snippets reuse the worker's descriptor: none is opened per snippet
         assert (await run(scope, "1 + 1")).content == "2"
-        assert scope.setup.sandbox.exit_watch(scope._worker) == descriptor
+        assert scope.setup.sandbox.exit_watch(scope.worker) == descriptor
     await scope.aclose()
     assert _pidfd_of(descriptor) != pid  # closed at release
 
@@ -314,7 +314,7 @@ async def test_more_threads_than_workers_park_and_keep_their_variables(
     holders = code_mode._setup.room.holders
     assert len(holders) == 8  # the default --code-max-workers
     first = code_mode.scopes.get("t0")
-    assert first.parked and first._worker is None and first not in holders
+    assert first.parked and first.worker is None and first not in holders
     for number in range(10):  # each one is restored in turn, parking another
         assert (await run(code_mode.scopes.get(f"t{number}"), "mine")).content == f"t{number}"
         assert len(holders) <= 8

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from asyncai.code_mode import CodeMode, SandboxConfig
-from asyncai.code_mode.engine import repl
+from asyncai.code_mode.engine import finish, plan
 from asyncai.tools.functions import FunctionTools, tool
 from tests.code_mode.conftest import TEST_LIMITS, FakeExecutor, run
 from tests.fakes.logs import captured_log
@@ -67,7 +67,7 @@ async def test_a_cancelled_snippet_that_cannot_be_interrupted_is_stopped_and_say
     with pytest.raises(asyncio.CancelledError):
         await task
     after = await run(scope, "40 + 2")  # pure computation: the worker was stopped, the REPL reset
-    assert (after.content, after.is_error) == (f"{repl.RESTARTED_NOTE}\n42", False)
+    assert (after.content, after.is_error) == (f"{finish.RESTARTED_NOTE}\n42", False)
     gone = await run(scope, "x")
     assert gone.is_error and "NameError" in gone.content
 
@@ -202,7 +202,7 @@ async def test_a_long_lived_repl_stops_type_checking(
 ) -> None:
     """The checker re-reads the REPL's history on each feed; after TYPE_CHECKED_SNIPPETS snippets
     a scope runs them unchecked (the host still validates every call)."""
-    monkeypatch.setattr(repl, "TYPE_CHECKED_SNIPPETS", 2)
+    monkeypatch.setattr(plan, "TYPE_CHECKED_SNIPPETS", 2)
     async with CodeMode(fake, TEST_LIMITS) as code_mode:
         scope = code_mode.scopes.get("long")
         first = await run(scope, "await wait(tag='x')")

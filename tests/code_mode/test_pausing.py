@@ -11,8 +11,8 @@ import pytest
 
 from asyncai.approvals.gate import Approval
 from asyncai.code_mode import CodeMode
+from asyncai.code_mode.engine.finish import ABANDONED_NOTE, ABANDONED_PAUSE, ABANDONED_REASON, NO_ANSWER
 from asyncai.code_mode.engine.pausing import PausedSnippet, pack_paused, unpack_paused
-from asyncai.code_mode.engine.repl import ABANDONED_NOTE, ABANDONED_PAUSE, ABANDONED_REASON, NO_ANSWER
 from asyncai.state.stores import StateDiscarded, pack, unpack
 from asyncai.tools.types import ToolCallOutput
 
@@ -55,7 +55,7 @@ async def test_a_held_call_pauses_the_snippet_after_the_calls_around_it_ran(
         assert [(call.tool, call.arguments) for call in first.held] == [("delete-item", {"name": "web"})]
         # the read-only calls ran, the mutating one did not
         assert [span.tool for span in fake.spans] == ["pods", "wait"]
-        assert scope._worker is None and scope.paused_as == first.id
+        assert scope.worker is None and scope.paused_as == first.id
         assert [call.tool for call in first.calls] == ["pods", "wait"]
     finally:
         await scope.aclose()
@@ -156,15 +156,15 @@ def test_a_paused_snippet_that_is_not_one_is_discarded() -> None:
 
 async def _move(source: object, target: object) -> None:
     """What a save to the state store and a load on another instance do to a scope."""
-    from asyncai.code_mode.engine.repl import ReplScope
+    from asyncai.code_mode.engine.scope import ReplScope
 
     assert isinstance(source, ReplScope) and isinstance(target, ReplScope)
-    assert source._parked is not None
+    assert source.dump is not None
     from asyncai.state.stores import SavedScope
 
-    saved = unpack(pack(SavedScope(source._parked, None, tuple(source._bound), None, source.paused_as)))
-    target._parked, target.paused_as = saved.dump, saved.paused_as
-    target._catalog_version = -1
+    saved = unpack(pack(SavedScope(source.dump, None, tuple(source.known.bound), None, source.paused_as)))
+    target.dump, target.paused_as = saved.dump, saved.paused_as
+    target.wrappers_version = -1
 
 
 SAME_EITHER_WAY = [

@@ -35,7 +35,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
 
 from asyncai import CodeMode, CodeModeLimits, DirectoryStore, McpServers, stdio_spec
-from asyncai.code_mode.engine.repl import ReplScope
+from asyncai.code_mode.engine.scope import ReplScope
 from tests.differential.snippets import Program
 from tests.serve.helpers import ENV, INITIALIZE, PROTOCOL, RAW_HEADERS, TOKEN, serve_http, stdio_params
 
@@ -130,10 +130,10 @@ class ScopeDoor:
         if self.park:
             await self.scope.park()
         if self.restore_in is not None:
-            await self.scope.save_state(self.key)
+            await self.scope.saved.save(self.key)
             await self.scope.aclose()
             self.scope = self.restore_in.new_scope()
-            await self.scope.load_state(self.key)
+            await self.scope.saved.load(self.key)
         return output_answer(output.content, output.is_error)
 
     def note(self) -> str | None:

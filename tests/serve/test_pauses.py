@@ -19,8 +19,8 @@ import redis
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
+from asyncai.code_mode.engine.finish import ABANDONED_NOTE, ABANDONED_REASON
 from asyncai.code_mode.engine.pausing import PausedSnippet
-from asyncai.code_mode.engine.repl import ABANDONED_NOTE, ABANDONED_REASON
 from asyncai.serve.pauses import PausedSnippets
 from asyncai.serve.server import PAUSE_GONE
 from tests.fakes.redis import redis_server

@@ -148,7 +148,7 @@ class Chat:
             await scope.call_tool("run_code", {"code": "None", "restart": True})
             session = self.runtime.session(self.thread)
             if session is not None:  # or a resume would bring the cleared variables back
-                await scope.save_state(session.session_id)
+                await scope.saved.save(session.session_id)
             say("(REPL state cleared)")
         elif command == "/tools":
             from asyncai.tools import McpServers  # loaded already: the chat's servers run on it

@@ -15,7 +15,8 @@ from asyncai.code_mode.catalog.description import run_code_definition
 from asyncai.code_mode.catalog.entries import build_catalog
 from asyncai.code_mode.catalog.observed import ObservedShapes
 from asyncai.code_mode.catalog.search import ToolFinder
-from asyncai.code_mode.engine.repl import ReplScope, ScopeSetup
+from asyncai.code_mode.engine.scope import ReplScope
+from asyncai.code_mode.engine.setup import ScopeSetup
 from asyncai.code_mode.limits import CodeModeLimits
 from asyncai.code_mode.sandbox.config import SandboxConfig
 from asyncai.code_mode.sandbox.sandboxes import open_sandbox

@@ -23,7 +23,7 @@ from asyncai.log import log_event
 from asyncai.state.stores import StateLoad
 
 if TYPE_CHECKING:
-    from asyncai.code_mode.engine.repl import ReplScope
+    from asyncai.code_mode.engine.scope import ReplScope
 
 
 CLOSED = "these ReplScopes were closed (aclose()); create new ones: ReplScopes(code_mode)"
@@ -147,11 +147,11 @@ class ReplScopes:
         with scope.hold():  # not parked or released while this run uses it
             synced = False
             if saved_as is not None and shared:
-                synced = await scope.sync_state(saved_as)
+                synced = await scope.saved.sync(saved_as)
                 if synced:  # the note of what was taken up went out from where it was saved
                     self.note_if_changed(key, scope.context_note())
             elif saved_as is not None and key not in self._states:
-                self._states[key] = await scope.load_state(saved_as)  # taken up once
+                self._states[key] = await scope.saved.load(saved_as)  # taken up once
             try:
                 yield ScopeUse(scope, self._states.get(key, "none"), scope.context_note())
             finally:
@@ -159,9 +159,9 @@ class ReplScopes:
                 cancelled = task is not None and task.cancelling() > 0
                 if saved_as is not None and not cancelled and (synced or not shared):
                     if may_save():
-                        await scope.save_state(saved_as)
+                        await scope.saved.save(saved_as)
                     else:
-                        scope.forget_stamp()
+                        scope.saved.stamp = None
 
     async def aclose(self) -> None:
         """Close every scope (their workers go back); ``get`` and ``use`` refuse from now on."""

@@ -33,7 +33,7 @@ from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
-from asyncai.code_mode.engine.repl import ReplScope
+from asyncai.code_mode.engine.scope import ReplScope
 from asyncai.code_mode.executor import CodeMode
 from asyncai.code_mode.scopes import ScopeUse
 

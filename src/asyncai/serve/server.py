@@ -38,7 +38,7 @@ from asyncai.activity import Activity
 from asyncai.code_mode import CodeMode
 from asyncai.code_mode.catalog.stubs import RUN_CODE
 from asyncai.code_mode.engine.pausing import PausedSnippet
-from asyncai.code_mode.engine.repl import ReplScope
+from asyncai.code_mode.engine.scope import ReplScope
 from asyncai.code_mode.scopes import ReplScopes
 from asyncai.log import log_event
 from asyncai.serve.approval import (

@@ -13,7 +13,7 @@ and readable only by the user, and removes files not saved for the TTL; ``RedisS
 expire them.
 
 Every save gets a new *stamp*; a process that holds a scope in memory compares stamps to learn
-whether someone else saved it since (``ReplScope.sync_state``) without reading the dump.
+whether someone else saved it since (``SavedCopy.sync``) without reading the dump.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 StateLoad = Literal["restored", "none", "discarded"]
-"""``load_state``: the state was taken up, there was none, or it was unusable and dropped."""
+"""``SavedCopy.load``: the state was taken up, there was none, or it was unusable and dropped."""
 
 
 class StateDiscarded(Exception):

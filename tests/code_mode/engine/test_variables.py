@@ -83,3 +83,21 @@ def test_a_traceback_quotes_the_line_as_the_model_wrote_it() -> None:
     assert as_written(in_a_function, (1, 10)) == in_a_function, "only the snippet's own frame"
     assert as_written(traceback, (2, 0)) == traceback, "only the line whose value was bound"
     assert as_written(traceback, None) == traceback
+
+
+def test_known_variables_keep_what_a_partial_probe_did_not_look_at() -> None:
+    from asyncai.code_mode.engine.variables import BoundVariable, KnownVariables
+
+    known = KnownVariables()
+    known.remember(("rows", "n", "_asyncai_x"))
+    assert list(known.bound) == ["rows", "n"]  # internal names are never noted
+    assert known.listed() == [BoundVariable("n", "?"), BoundVariable("rows", "?")]
+    known.update([("n", "int", -1), ("rows", "list", 2)], None)
+    assert known.note == "[run_code variables still in scope: n: int, rows: list[2]]"
+    known.remember(("m",))
+    known.update([("m", "str", 3)], ("m",))  # only m was probed: rows and n keep their rows
+    assert [v.describe() for v in known.variables] == ["m: str[3]", "n: int", "rows: list[2]"]
+    known.update([], ("n",))  # n was probed and not found: it is gone
+    assert [v.name for v in known.variables] == ["m", "rows"]
+    known.update([], None)  # every name probed, none found
+    assert known.variables == [] and known.note is None

@@ -25,7 +25,8 @@ from asyncai.code_mode.catalog.resources import RESOURCE_FUNCTIONS, call_resourc
 from asyncai.code_mode.engine.clock import WallClock
 from asyncai.code_mode.engine.crossing import Payload, tool_payload
 from asyncai.code_mode.engine.pausing import HeldCall
-from asyncai.code_mode.engine.speculation import LiteralCall, Speculations
+from asyncai.code_mode.engine.read import LiteralCall
+from asyncai.code_mode.engine.speculation import Speculations
 from asyncai.code_mode.limits import CodeModeLimits
 from asyncai.humanize import count, seconds
 from asyncai.log import (
@@ -148,7 +149,7 @@ class SnippetDispatcher:
     """The snippet's span: each nested call's span is its child (``telemetry.spans``)."""
     mutations_held: asyncio.Future[Approval] | None = None
     """While set, a mutating call waits for it before the gate (a snippet still streaming:
-    ``EagerSnippet``); a refusal raises ``PermissionError`` at the call."""
+    ``SnippetRun``); a refusal raises ``PermissionError`` at the call."""
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     _os_denied: str | None = field(default=None, repr=False)
 

@@ -1,5 +1,6 @@
-"""Reading a snippet before it runs: parsing it, what it binds at module level, the tool calls it
-leaves un-awaited, and the rewrite that binds its last value to ``_``.
+"""Stage 1 of a snippet, *read*: parsing it, what it binds at module level, the tool calls it
+leaves un-awaited, the rewrite that binds its last value to ``_``, and its calls with literal
+arguments (what ``speculation`` may start early). Pure functions: no worker, no I/O.
 
 Names are found with CPython's ``ast`` on the snippet's source. Monty is a subset of Python, so
 anything Monty runs parses here; a snippet that does not parse is left to Monty to report.
@@ -12,8 +13,14 @@ import asyncio
 import json
 import re
 import sys
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from asyncai.code_mode.catalog.entries import CatalogEntry
+
+_CALL_START = re.compile(r"\b([A-Za-z_]\w*)\(")
 
 
 def parse_snippet(code: str) -> ast.Module | None:
@@ -273,3 +280,80 @@ def as_written(traceback_text: str, value_at: tuple[int, int] | None) -> str:
             if quoted == number + 1 or (text.strip() and set(text.strip()) <= set("~^")):
                 lines[quoted] = text[:binding] + text[binding + len(LAST_VALUE) + 3 :]
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class LiteralCall:
+    function: str
+    """The Python name called."""
+    keywords: dict[str, Any]
+
+
+def literal_calls(
+    line: str, catalog: Mapping[str, CatalogEntry], allowed: Callable[[CatalogEntry], bool]
+) -> list[LiteralCall]:
+    """The calls in ``line`` (of a snippet still streaming, so not parsed whole) of catalog
+    functions ``allowed`` picks whose arguments are all keywords with literal values
+    (``pods(namespace="default")``, not ``pods(namespace=ns)``)."""
+    found = []
+    for match in _CALL_START.finditer(line):
+        entry = catalog.get(match.group(1))
+        if entry is None or not allowed(entry):
+            continue
+        end = _closing(line, match.end() - 1)
+        if end is None:
+            continue
+        try:
+            node = ast.parse(line[match.start() : end + 1], mode="eval").body
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            continue
+        call = _literal_call(node, catalog, allowed)
+        if call is not None:
+            found.append(call)
+    return found
+
+
+def literal_calls_in(
+    nodes: Iterable[ast.AST], catalog: Mapping[str, CatalogEntry], allowed: Callable[[CatalogEntry], bool]
+) -> list[LiteralCall]:
+    """``literal_calls`` of a parsed snippet (its ``nodes``), in the order they are written."""
+    calls = sorted((n for n in nodes if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    return [call for node in calls if (call := _literal_call(node, catalog, allowed)) is not None]
+
+
+def _literal_call(
+    node: ast.AST, catalog: Mapping[str, CatalogEntry], allowed: Callable[[CatalogEntry], bool]
+) -> LiteralCall | None:
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.args:
+        return None
+    entry = catalog.get(node.func.id)
+    if entry is None or not allowed(entry) or any(k.arg is None for k in node.keywords):
+        return None
+    try:
+        keywords = {str(k.arg): ast.literal_eval(k.value) for k in node.keywords}
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return LiteralCall(node.func.id, keywords)
+
+
+def _closing(text: str, opening: int) -> int | None:
+    """The index of the parenthesis closing the one at ``opening`` (strings and nesting heeded)."""
+    depth, quote, escaped = 0, "", False
+    for index in range(opening, len(text)):
+        char = text[index]
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                return index
+    return None

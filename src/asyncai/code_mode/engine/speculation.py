@@ -11,98 +11,24 @@ per snippet and counted apart from the snippet's call budget: a claimed one beco
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import json
-import re
-from collections.abc import Callable, Coroutine, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
-from asyncai.code_mode.catalog.entries import CatalogEntry
 from asyncai.log import log_event
 from asyncai.tools.types import ToolCallOutput
 
 MAX_LAUNCHES = 8
 """Launches per snippet: a loop of literal calls must not fan out unbounded work."""
-_CALL_START = re.compile(r"\b([A-Za-z_]\w*)\(")
 
 
-@dataclass(frozen=True)
-class LiteralCall:
-    function: str
-    """The Python name called."""
-    keywords: dict[str, Any]
-
-
-def literal_calls(
-    line: str, catalog: Mapping[str, CatalogEntry], allowed: Callable[[CatalogEntry], bool]
-) -> list[LiteralCall]:
-    """The calls in ``line`` (of a snippet still streaming, so not parsed whole) of catalog
-    functions ``allowed`` picks whose arguments are all keywords with literal values
-    (``pods(namespace="default")``, not ``pods(namespace=ns)``)."""
-    found = []
-    for match in _CALL_START.finditer(line):
-        entry = catalog.get(match.group(1))
-        if entry is None or not allowed(entry):
-            continue
-        end = _closing(line, match.end() - 1)
-        if end is None:
-            continue
-        try:
-            node = ast.parse(line[match.start() : end + 1], mode="eval").body
-        except (SyntaxError, ValueError, MemoryError, RecursionError):
-            continue
-        call = _literal_call(node, catalog, allowed)
-        if call is not None:
-            found.append(call)
-    return found
-
-
-def literal_calls_in(
-    nodes: Iterable[ast.AST], catalog: Mapping[str, CatalogEntry], allowed: Callable[[CatalogEntry], bool]
-) -> list[LiteralCall]:
-    """``literal_calls`` of a parsed snippet (its ``nodes``), in the order they are written."""
-    calls = sorted((n for n in nodes if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
-    return [call for node in calls if (call := _literal_call(node, catalog, allowed)) is not None]
-
-
-def _literal_call(
-    node: ast.AST, catalog: Mapping[str, CatalogEntry], allowed: Callable[[CatalogEntry], bool]
-) -> LiteralCall | None:
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.args:
-        return None
-    entry = catalog.get(node.func.id)
-    if entry is None or not allowed(entry) or any(k.arg is None for k in node.keywords):
-        return None
-    try:
-        keywords = {str(k.arg): ast.literal_eval(k.value) for k in node.keywords}
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
-    return LiteralCall(node.func.id, keywords)
-
-
-def _closing(text: str, opening: int) -> int | None:
-    """The index of the parenthesis closing the one at ``opening`` (strings and nesting heeded)."""
-    depth, quote, escaped = 0, "", False
-    for index in range(opening, len(text)):
-        char = text[index]
-        if quote:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-            if depth == 0:
-                return index
-    return None
+def arrived_lines(prefix: str, seen: int) -> tuple[list[str], int]:
+    """The complete lines of a streaming ``prefix`` after its first ``seen``, and how many lines
+    are complete now (a line is complete once its newline arrived)."""
+    lines = prefix.splitlines(keepends=True)
+    complete = len(lines) if lines and lines[-1].endswith("\n") else len(lines) - 1
+    return lines[seen:complete], max(seen, complete)
 
 
 def _key(tool: str, arguments: Mapping[str, Any]) -> tuple[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from asyncai.code_mode.engine.preamble import INTERNAL_PREFIX
 
@@ -90,3 +91,56 @@ def format_note(variables: list[BoundVariable]) -> str | None:
     omitted = len(variables) - len(parts)
     listing = ", ".join(parts) + (f", ... ({omitted} more)" if omitted else "")
     return f"[run_code variables still in scope: {listing}]"
+
+
+class KnownVariables:
+    """What the host knows of a REPL's variables: the names its snippets bound (oldest first), what
+    the last probe saw of them, and the note made from that."""
+
+    def __init__(self) -> None:
+        self.bound: dict[str, None] = {}
+        self.variables: list[BoundVariable] = []
+        self.note: str | None = None
+
+    def listed(self) -> list[BoundVariable]:
+        """As of the last snippet (names only for a restored REPL not yet run)."""
+        if self.variables or not self.bound:
+            return list(self.variables)
+        return [BoundVariable(name, "?") for name in reversed(self.bound)]
+
+    def remember(self, bound: tuple[str, ...]) -> None:
+        for name in note_candidates(list(bound)):
+            self.bound.pop(name, None)
+            self.bound[name] = None
+
+    def forget(self) -> None:
+        self.bound.clear()
+        self.variables = []
+        self.note = None
+
+    def take_up(
+        self, bound: tuple[str, ...], rows: tuple[tuple[str, str, int], ...], note: str | None
+    ) -> None:
+        """What a saved REPL knew (``state.stores.SavedScope``)."""
+        self.bound = dict.fromkeys(bound)
+        self.variables = [BoundVariable(*row) for row in rows]
+        self.note = note
+
+    def rows(self) -> tuple[tuple[str, str, int], ...]:
+        return tuple((v.name, v.type_name, v.size) for v in self.variables)
+
+    def update(self, rows: list[Any], probed: tuple[str, ...] | None) -> None:
+        """Take in a probe's ``rows`` (name, type, size) of the ``probed`` names; ``None``: every
+        name was probed, and those it did not find are gone. The others hold what the last probe
+        saw."""
+        names = list(reversed(self.bound))
+        seen = {str(n): BoundVariable(str(n), str(t), int(s)) for n, t, s in rows}
+        if probed is None:
+            variables = list(seen.values())
+        else:
+            before = {variable.name: variable for variable in self.variables}
+            kept = (seen.get(name) or before.get(name, BoundVariable(name, "?")) for name in names)
+            variables = [v for v in kept if v.name in seen or v.name not in probed]
+        self.bound = {v.name: None for v in reversed(variables)}
+        self.variables = variables
+        self.note = format_note(variables)
