@@ -97,7 +97,11 @@ def test_a_closing_assignment_is_the_value_beside_the_probe() -> None:
     assert plan.source.endswith("(n, _asyncai_probe)") and plan.probed == ("n",)
 
 
-@given(st.lists(st.sampled_from(["a = 1", "b = [a]", "b.append(2)", "len(b)", "print(a)", "c = a + 1"]), min_size=1))
+@given(
+    st.lists(
+        st.sampled_from(["a = 1", "b = [a]", "b.append(2)", "len(b)", "print(a)", "c = a + 1"]), min_size=1
+    )
+)
 def test_every_plan_feeds_the_snippet_as_written_first(lines: list[str]) -> None:
     code = "\n".join(lines)
     scan = _scan(code)
@@ -137,6 +141,8 @@ def test_only_read_only_calls_speculate_unless_named() -> None:
     assert not may_speculate(CATALOG["search_tools"], enabled=True, also={"search_tools"})
 
 
-@pytest.mark.parametrize(("value", "restart"), [(True, True), ("true", True), (1, True), (None, False), ("no", False)])
+@pytest.mark.parametrize(
+    ("value", "restart"), [(True, True), ("true", True), (1, True), (None, False), ("no", False)]
+)
 def test_restart_as_a_model_spells_it(value: Any, restart: bool) -> None:
     assert wants_restart({"restart": value}) is restart
