@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil  # type: ignore[import-untyped]
+import pydantic_monty as pm
 
 from report import Row, Stats, arguments, save_section, side_by_side, timed_async
 
@@ -51,7 +52,7 @@ class Tools(ToolSource):
 
 def worker_rss(scope: ReplScope) -> int:
     session = scope.worker
-    pid = session.worker_pid if session is not None else None
+    pid = session.worker_pid if isinstance(session, pm.AsyncMontySession) else None
     return int(psutil.Process(pid).memory_info().rss) if pid else 0
 
 

@@ -269,7 +269,7 @@ BAD_ARGUMENTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         "a sandbox of a kind that does not exist",
         lambda: asyncai.SandboxConfig(kind="docker"),  # type: ignore[arg-type]
         ValueError,
-        "SandboxConfig: kind must be one of 'auto', 'pool', 'remote', 'in-process', not str 'docker'",
+        "SandboxConfig: kind must be one of 'auto', 'pool', 'remote', 'in-process', 'memory', not str 'docker'",
     ),
     (
         "no workers",

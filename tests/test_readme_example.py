@@ -13,6 +13,7 @@ from pathlib import Path
 README = Path(__file__).resolve().parent.parent / "README.md"
 HEADING = "### Embedding: a function and an MCP server behind one `run_code`"
 PYDANTIC_AI_HEADING = "### Pydantic AI: `run_code` as a toolset"
+MEMORY_HEADING = "### Testing your code without worker processes"
 
 
 def readme_example(heading: str = HEADING) -> str:
@@ -43,3 +44,9 @@ def test_the_readme_pydantic_ai_example_runs(tmp_path: Path) -> None:
     done = run_example(PYDANTIC_AI_HEADING, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Paris and Tokyo\n"  # the second run read the variables the first one bound
+
+
+def test_the_readme_memory_sandbox_example_runs(tmp_path: Path) -> None:
+    done = run_example(MEMORY_HEADING, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "42\n"

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pydantic_monty as pm
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import TextContent
@@ -109,7 +110,7 @@ async def worker_pid(scope: ReplScope) -> int:
     """The pid of the worker behind ``scope`` (started by a first snippet if need be)."""
     if scope.worker is None:
         await run(scope, "None")
-    assert scope.worker is not None
+    assert isinstance(scope.worker, pm.AsyncMontySession)
     pid = scope.worker.worker_pid
     assert pid is not None
     return pid

@@ -235,9 +235,7 @@ class SnippetDispatcher:
         self, entry: CatalogEntry, py_name: str, arguments: dict[str, Any], approval: Approval | None = None
     ) -> tuple[str, Any]:
         if len(self.calls) >= self.limits.max_calls:
-            raise RuntimeError(
-                f"nested tool call budget exceeded: at most {count(self.limits.max_calls)} per run_code"
-            )
+            raise _budget_spent(self.limits)
         record = NestedCall(
             tool=entry.tool.name, arguments=arguments, mutating=entry.tool.mutating, function=py_name
         )
@@ -276,15 +274,7 @@ class SnippetDispatcher:
             if not approval.allowed:
                 record.refused = record.is_error = True
                 self.activity.call_finished(record, time.monotonic() - started)
-                log_event(
-                    "mcp.tool_refused",
-                    logging.WARNING,
-                    via="code_mode",
-                    tool=record.tool,
-                    arguments=json_preview(arguments, limit),
-                    reason=approval.reason,
-                    mutating=True,
-                )
+                _log_refusal(record, json_preview(arguments, limit), approval.reason)
                 raise PermissionError(f"{py_name}() was not run: {approval.reason}")
         logged = logger.isEnabledFor(level)  # the previews cost more than an instant tool call
         if logged:
@@ -430,6 +420,22 @@ class SnippetDispatcher:
 
     def calls_report(self) -> str | None:
         return calls_report(self.calls)
+
+
+def _budget_spent(limits: CodeModeLimits) -> RuntimeError:
+    return RuntimeError(f"nested tool call budget exceeded: at most {count(limits.max_calls)} per run_code")
+
+
+def _log_refusal(record: NestedCall, arguments: str, reason: str) -> None:
+    log_event(
+        "mcp.tool_refused",
+        logging.WARNING,
+        via="code_mode",
+        tool=record.tool,
+        arguments=arguments,
+        reason=reason,
+        mutating=True,
+    )
 
 
 REPORT_CALLS = 20

@@ -12,6 +12,7 @@ import pydantic_monty as pm
 from asyncai.code_mode.engine.contract import RunCodeText, SnippetOutcome, format_error, format_outcome
 from asyncai.code_mode.engine.read import LAST_VALUE
 from asyncai.code_mode.limits import CodeModeLimits
+from asyncai.code_mode.sandbox.interface import SnippetRaised
 from asyncai.humanize import count, one_line, seconds
 from asyncai.tools.types import ToolCallOutput
 
@@ -108,7 +109,7 @@ def tool_output(text: str, result: RunCodeText, audit: dict[str, Any] | None) ->
 
 def error_text(exc: BaseException) -> str:
     """An exception from the worker as the model reads it."""
-    if isinstance(exc, pm.MontyRuntimeError | pm.MontySyntaxError):
+    if isinstance(exc, pm.MontyRuntimeError | pm.MontySyntaxError | SnippetRaised):
         return exc.display()
     return str(exc)
 

@@ -43,6 +43,7 @@ from asyncai.code_mode.engine.read import SnippetScan, as_written
 from asyncai.code_mode.engine.setup import Repl
 from asyncai.code_mode.engine.type_check import rejection
 from asyncai.code_mode.engine.variables import probe_source
+from asyncai.code_mode.sandbox.interface import SnippetRaised, Worker
 from asyncai.log import log_event
 
 INTERRUPT_GRACE_SECONDS = 1.0
@@ -110,9 +111,7 @@ class Runner:
             worker, lambda: self.feed(worker, plan, scan.bound, pausing), remaining, written
         )
 
-    async def feed(
-        self, worker: pm.AsyncMontySession, plan: FeedPlan, bound: tuple[str, ...], pausing: bool
-    ) -> Any:
+    async def feed(self, worker: Worker, plan: FeedPlan, bound: tuple[str, ...], pausing: bool) -> Any:
         """Run ``plan`` on ``worker``: its value (a pausing feed may raise ``SnippetHeld``)."""
         self._probe = None
         try:
@@ -131,7 +130,7 @@ class Runner:
             self._probe = ([], ())
         return value
 
-    async def _feed(self, worker: pm.AsyncMontySession, plan: FeedPlan, pausing: bool) -> Any:
+    async def _feed(self, worker: Worker, plan: FeedPlan, pausing: bool) -> Any:
         dispatcher = self.dispatcher
         if pausing:
             snapshot = await worker.feed_start(
@@ -152,7 +151,7 @@ class Runner:
 
     async def supervise(
         self,
-        worker: pm.AsyncMontySession,
+        worker: Worker,
         start: Callable[[], Awaitable[Any]],
         remaining: float,
         written: Written,
@@ -197,7 +196,7 @@ class Runner:
             raise
         except TypeCheckRejected as exc:
             return RunCodeText(str(exc), is_error=True)
-        except pm.MontyError as exc:
+        except (pm.MontyError, SnippetRaised) as exc:
             return await self._failed(exc, worker, written)
         except RuntimeError as exc:  # pydantic-monty reports a dead worker as a plain RuntimeError
             await scope.reset(discard=True)
@@ -212,7 +211,7 @@ class Runner:
 
     async def resume(
         self,
-        worker: pm.AsyncMontySession,
+        worker: Worker,
         paused: PausedSnippet,
         parked: bytes,
         approvals: Mapping[int, Approval],
@@ -245,7 +244,7 @@ class Runner:
         return await self.supervise(worker, start, self.limits.wall_timeout - paused.elapsed, written)
 
     async def _pause(
-        self, held: SnippetHeld, worker: pm.AsyncMontySession, written: Written, ran: float
+        self, held: SnippetHeld, worker: Worker, written: Written, ran: float
     ) -> PausedSnippet | RunCodeText:
         """The snippet waits for a person: its snapshot is parked as the REPL's state (saved as any
         parked REPL is), the worker goes back, and the ``PausedSnippet`` says what it waits on."""
@@ -289,13 +288,13 @@ class Runner:
             await _retrieve(feed)
             return False
         error = feed.exception() if not feed.cancelled() else asyncio.CancelledError()
-        if error is None or isinstance(error, pm.MontyRuntimeError):
+        if error is None or isinstance(error, pm.MontyRuntimeError | SnippetRaised):
             self.scope.known.remember(bound)  # a feed is not transactional: names bound before stay bound
             return True
         return False
 
     async def _failed(
-        self, exc: pm.MontyError, worker: pm.AsyncMontySession, written: Written
+        self, exc: pm.MontyError | SnippetRaised, worker: Worker, written: Written
     ) -> RunCodeText:
         """A snippet that raised; one that was stopped (crash, time limit, heap cap) also gets the
         report of its nested calls."""
@@ -316,7 +315,7 @@ class Runner:
         stopped = last.startswith("TimeoutError")  # the execution time limit
         return error_result(text, self.limits, report=report if stopped else None)
 
-    async def _refresh_note(self, worker: pm.AsyncMontySession) -> None:
+    async def _refresh_note(self, worker: Worker) -> None:
         known = self.scope.known
         names = list(reversed(known.bound))
         if not names:
@@ -334,7 +333,7 @@ class Runner:
             known.update(probe[0] or [], probe[1])
 
 
-async def finish_abandoned(scope: Repl, worker: pm.AsyncMontySession, snapshot: bytes) -> None:
+async def finish_abandoned(scope: Repl, worker: Worker, snapshot: bytes) -> None:
     """A paused snippet nobody resumed (a new snippet came first, or the answer never did): it ends
     as if the person had declined, every later mutating call refused too, its output unread. What
     it bound stays, as after any snippet that raised."""
@@ -354,7 +353,7 @@ async def finish_abandoned(scope: Repl, worker: pm.AsyncMontySession, snapshot: 
                 error = PermissionError(f"this call was not run: {ABANDONED_REASON}")
                 loaded = await loaded.resume({i: {"exception": error} for i in loaded.pending_call_ids})
             await drive(loaded, lambda _: None, {})
-    except pm.MontyRuntimeError:
+    except (pm.MontyRuntimeError, SnippetRaised):
         pass  # it raised: what it bound before stays, as for any snippet
     finally:
         await dispatcher.settle()

@@ -11,8 +11,6 @@ import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
-import pydantic_monty as pm
-
 from asyncai.activity import Activity
 from asyncai.approvals.gate import Approval, Approver
 from asyncai.code_mode.catalog.stubs import RUN_CODE
@@ -25,7 +23,7 @@ from asyncai.code_mode.engine.saving import SavedCopy
 from asyncai.code_mode.engine.setup import ScopeSetup
 from asyncai.code_mode.engine.snippet import SnippetRun
 from asyncai.code_mode.engine.variables import BoundVariable, KnownVariables
-from asyncai.code_mode.sandbox.sandboxes import release
+from asyncai.code_mode.sandbox.interface import Worker
 from asyncai.code_mode.sandbox.workers import NoWorker
 from asyncai.log import log_event
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
@@ -45,7 +43,7 @@ class ReplScope(ToolSource):
         self.limits = setup.sandbox.limits
         self.known = KnownVariables()
         self.last_used = 0
-        self.worker: pm.AsyncMontySession | None = None
+        self.worker: Worker | None = None
         self.dump: bytes | None = None
         """The REPL of a scope that gave its worker back (``park``), or a paused snippet's snapshot."""
         self.paused_as: str | None = None
@@ -168,7 +166,7 @@ class ReplScope(ToolSource):
             # The dump is kept before the worker goes: a cancel from here on loses nothing.
             self.dump, self.worker = blob, None
             self.setup.room.leave(self)
-            await asyncio.shield(release(worker))
+            await asyncio.shield(self.setup.sandbox.release(worker))
             return True
 
     async def park_paused(self, snapshot: bytes, pause_id: str) -> None:
@@ -177,10 +175,10 @@ class ReplScope(ToolSource):
         worker, self.worker = self.worker, None
         self.setup.room.leave(self)
         if worker is not None:
-            await asyncio.shield(release(worker, discard=True))
+            await asyncio.shield(self.setup.sandbox.release(worker, discard=True))
         self.dump, self.paused_as = snapshot, pause_id
 
-    async def ensure_worker(self) -> pm.AsyncMontySession:
+    async def ensure_worker(self) -> Worker:
         """The REPL's worker: the one it holds, or a new one with the REPL restored (or started)."""
         if self.worker is not None and not self.setup.sandbox.holds(self.worker):
             await self.reset()  # its pool was closed with an earlier event loop
@@ -192,7 +190,7 @@ class ReplScope(ToolSource):
                 restored = await self._restore(worker)
             except BaseException as exc:
                 self.setup.room.leave(self)
-                await asyncio.shield(release(worker, discard=True))
+                await asyncio.shield(self.setup.sandbox.release(worker, discard=True))
                 if not isinstance(exc, Exception):
                     raise
                 raise StateLost(f"the code preamble failed: {error_text(exc)}") from None
@@ -205,7 +203,7 @@ class ReplScope(ToolSource):
             await self._feed_new_wrappers(self.worker)
         return self.worker
 
-    async def worker_for_resume(self) -> tuple[pm.AsyncMontySession, bytes]:
+    async def worker_for_resume(self) -> tuple[Worker, bytes]:
         """A new worker for a paused snippet, and the snapshot to load in it (it keeps its own)."""
         dump = self.dump
         assert dump is not None  # ``resume`` checked
@@ -214,7 +212,7 @@ class ReplScope(ToolSource):
         self.worker, self.checked_version = worker, -1
         return worker, dump
 
-    async def _checkout(self) -> pm.AsyncMontySession:
+    async def _checkout(self) -> Worker:
         """A worker of this scope's own, counted in the room; ``StateLost`` when none can be had."""
         room = self.setup.room
         try:
@@ -231,7 +229,7 @@ class ReplScope(ToolSource):
         room.entered(self)
         return worker
 
-    async def _restore(self, worker: pm.AsyncMontySession) -> bool:
+    async def _restore(self, worker: Worker) -> bool:
         """Load the dump into ``worker`` (True), or start a fresh REPL there: the helpers, one wrapper
         per tool, the operator's preamble. A dump that would not load is lost (the next result says so)."""
         if self.dump is not None:
@@ -255,7 +253,7 @@ class ReplScope(ToolSource):
         self.wrappers_version = self.setup.catalog_version
         return False
 
-    async def _feed_new_wrappers(self, worker: pm.AsyncMontySession) -> None:
+    async def _feed_new_wrappers(self, worker: Worker) -> None:
         """The wrapped servers' tools changed: define the current functions (variables stay, those
         that shadow a helper too)."""
         preamble = self.setup.preamble()[0]
@@ -290,7 +288,7 @@ class ReplScope(ToolSource):
             self.known.forget()
         self.setup.room.leave(self)
         if worker is not None:
-            await release(worker, discard=discard or keep_repl)
+            await self.setup.sandbox.release(worker, discard=discard or keep_repl)
 
     async def aclose(self) -> None:
         async with self.lock:

@@ -11,8 +11,6 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
-import pydantic_monty as pm
-
 from asyncai.activity import QUIET, Activity, combined
 from asyncai.approvals import MutationPolicy
 from asyncai.approvals.gate import Approver, MutationGate
@@ -24,7 +22,7 @@ from asyncai.code_mode.engine.preamble import scope_preamble
 from asyncai.code_mode.engine.type_check import stub_types, type_check_stubs
 from asyncai.code_mode.engine.variables import KnownVariables
 from asyncai.code_mode.limits import CodeModeLimits
-from asyncai.code_mode.sandbox.sandboxes import Sandbox
+from asyncai.code_mode.sandbox.interface import Sandbox, Worker
 from asyncai.code_mode.sandbox.workers import WorkerRoom
 from asyncai.state.stores import StateStore
 from asyncai.telemetry.spans import DEFAULT_TRACING, Tracing
@@ -109,7 +107,7 @@ class Repl(Protocol):
     setup: ScopeSetup
     limits: CodeModeLimits
     known: KnownVariables
-    worker: pm.AsyncMontySession | None
+    worker: Worker | None
     dump: bytes | None
     """The REPL of a scope that gave its worker back, or a paused snippet's snapshot."""
     paused_as: str | None
@@ -127,9 +125,9 @@ class Repl(Protocol):
         """Held while a snippet runs: one at a time."""
         ...
 
-    async def ensure_worker(self) -> pm.AsyncMontySession: ...
+    async def ensure_worker(self) -> Worker: ...
 
-    async def worker_for_resume(self) -> tuple[pm.AsyncMontySession, bytes]: ...
+    async def worker_for_resume(self) -> tuple[Worker, bytes]: ...
 
     async def park_paused(self, snapshot: bytes, pause_id: str) -> None: ...
 

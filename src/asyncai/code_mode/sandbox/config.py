@@ -8,8 +8,10 @@ from typing import Literal
 from asyncai.arguments import check_choice, check_flag, check_instance, check_number
 from asyncai.wording import setting
 
-SandboxKind = Literal["auto", "pool", "remote", "in-process"]
+SandboxKind = Literal["auto", "pool", "remote", "in-process", "memory"]
 SANDBOX_KINDS: tuple[str, ...] = ("auto", "pool", "remote", "in-process")
+"""What ``--code-sandbox`` offers; a library user may also ask for ``memory``, a stand-in for tests
+(``sandbox.memory.MemorySandbox``: snippets run by CPython in this process, nothing isolated)."""
 
 
 class SandboxConfigError(Exception):
@@ -27,7 +29,7 @@ class SandboxConfig:
     """Check each snippet against the catalog's stubs before it runs (``--no-type-check``)."""
 
     def __post_init__(self) -> None:
-        check_choice(self.kind, SANDBOX_KINDS, "SandboxConfig", "kind")
+        check_choice(self.kind, (*SANDBOX_KINDS, "memory"), "SandboxConfig", "kind")
         check_instance(
             self.monty_url, str | None, "SandboxConfig", "monty_url", "a ws:// URL (a str) or None"
         )
@@ -35,7 +37,7 @@ class SandboxConfig:
         check_number(self.checkout_timeout, "SandboxConfig", "checkout_timeout")
         check_flag(self.type_check, "SandboxConfig", "type_check")
 
-    def resolved_kind(self) -> Literal["pool", "remote"]:
+    def resolved_kind(self) -> Literal["pool", "remote", "memory"]:
         if self.kind == "in-process":
             raise SandboxConfigError(
                 f"{setting('kind', 'in-process')} is not available in Python: pydantic-monty always "
@@ -47,6 +49,8 @@ class SandboxConfig:
                     f"{setting('kind', 'remote')} needs {setting('monty_url', 'ws://HOST:PORT')}"
                 )
             return "remote"
+        if self.kind == "memory":
+            return "memory"
         if self.kind == "auto" and self.monty_url:
             return "remote"
         return "pool"

@@ -18,7 +18,7 @@ import shlex
 import shutil
 import signal
 import tempfile
-from typing import Literal, Protocol
+from typing import Literal
 
 import pydantic_monty as pm
 
@@ -26,35 +26,7 @@ from asyncai.code_mode.engine.type_check import SCRIPT_NAME
 from asyncai.code_mode.limits import CodeModeLimits
 from asyncai.code_mode.sandbox.config import SandboxConfig
 from asyncai.code_mode.sandbox.guard import Pool, PoolGuard
-
-
-class Sandbox(Protocol):
-    """Hands out REPL sessions, each on a worker of its own, and closes them all."""
-
-    config: SandboxConfig
-    limits: CodeModeLimits
-
-    @property
-    def kind(self) -> Literal["pool", "remote"]:
-        """``pool``: workers are this machine's processes (their pids can be watched)."""
-        ...
-
-    async def checkout(self, type_check_stubs: str | None = None) -> pm.AsyncMontySession:
-        """A new, entered session; the caller ends it with ``release``. With ``type_check_stubs``
-        (and the type check on) every feed is checked against them unless it says to skip."""
-        ...
-
-    def holds(self, session: pm.AsyncMontySession) -> bool:
-        """Whether ``session`` is still open: False once its pool closed with an earlier event loop
-        (a program that runs ``asyncio.run`` twice with one code mode)."""
-        ...
-
-    def exit_watch(self, session: pm.AsyncMontySession) -> int | None:
-        """A descriptor that turns readable when ``session``'s worker exits (its pidfd, open from
-        checkout to release), or None: a remote worker, or no pidfds (not Linux)."""
-        ...
-
-    async def aclose(self) -> None: ...
+from asyncai.code_mode.sandbox.interface import Sandbox, Worker
 
 
 class _MontySandbox:
@@ -108,11 +80,21 @@ class _MontySandbox:
             guard.checked_out(session)
         return session
 
-    def holds(self, session: pm.AsyncMontySession) -> bool:
-        return self._guard is not None and self._guard.holds(session)
+    async def release(self, session: Worker, *, discard: bool = False) -> None:
+        assert isinstance(session, pm.AsyncMontySession)  # checked out here
+        await release(session, discard=discard)
 
-    def exit_watch(self, session: pm.AsyncMontySession) -> int | None:
-        return None if self._guard is None else self._guard.exit_watch(session)
+    def holds(self, session: Worker) -> bool:
+        return (
+            isinstance(session, pm.AsyncMontySession)
+            and self._guard is not None
+            and self._guard.holds(session)
+        )
+
+    def exit_watch(self, session: Worker) -> int | None:
+        if self._guard is None or not isinstance(session, pm.AsyncMontySession):
+            return None
+        return self._guard.exit_watch(session)
 
     async def aclose(self) -> None:
         async with self._lock:
@@ -174,8 +156,12 @@ def _worker_binary() -> str | None:
 
 def open_sandbox(config: SandboxConfig, limits: CodeModeLimits) -> Sandbox:
     """The sandbox ``config`` asks for (``SandboxConfigError`` when it cannot be had)."""
-    kind = PoolSandbox if config.resolved_kind() == "pool" else RemoteSandbox
-    return kind(config, limits)
+    kind = config.resolved_kind()
+    if kind == "memory":
+        from asyncai.code_mode.sandbox.memory import MemorySandbox
+
+        return MemorySandbox(config, limits)
+    return (PoolSandbox if kind == "pool" else RemoteSandbox)(config, limits)
 
 
 async def release(session: pm.AsyncMontySession, *, discard: bool = False) -> None:
