@@ -132,7 +132,7 @@ async def run_attempt(task: Task, mode: str, repetition: int, world: World, reco
     seconds = time.perf_counter() - started
     exchanges, prompt_tokens, completion_tokens = recorder.take()
     finished = finish_reason(exchanges)
-    success = result is not None and answered(result, finished) and task.check(result.reply, world)
+    success = result is not None and answered(result, finished) and task.passes(result.reply, world)
     summary = result.summary if result is not None else None
     return Attempt(
         task=task.name,

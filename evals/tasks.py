@@ -30,6 +30,11 @@ class Task:
     def prompt(self, world: World) -> str:
         return self.question.format(root=world.root, site=world.site)
 
+    def passes(self, reply: str, world: World) -> bool:
+        """Whether ``reply`` is right; the world's own paths in it are not read as the answer (a
+        ``3`` in a temporary directory's name is no count of 3)."""
+        return self.check(reply.replace(str(world.root), "{root}").replace(world.site, "{site}"), world)
+
 
 def _words(text: str) -> str:
     return re.sub(r"[*_`]", "", text).lower()

@@ -4,6 +4,8 @@ the harness's own recogniser of calls in text, never by words inside code the mo
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from evals.run import answered, classify
 
@@ -62,3 +64,14 @@ def test_each_failure_is_classified_by_rule(
     attempt: RunResult | None, error: str | None, finish: str | None, verdict: str
 ) -> None:
     assert classify(attempt, error, finish, NAMES) == verdict
+
+
+def test_a_number_in_the_worlds_own_path_is_not_read_as_the_answer(tmp_path: Path) -> None:
+    from evals.tasks import BY_NAME
+    from evals.world import World
+
+    world = World(tmp_path / "run-3", "http://127.0.0.1:3333", tmp_path / "kubeconfig", "http://127.0.0.1:3")
+    task = BY_NAME["count-files-with-a-word"]
+    assert not task.passes(f"I cannot read the files in {world.root}/docs.", world)
+    assert not task.passes(f"See {world.site}/docs.", world)
+    assert task.passes(f"3 files in {world.root}/docs contain it.", world)

@@ -1,2 +1,3 @@
-"""The engine: one REPL per scope, its snippets fed to a sandbox worker, their nested calls
-dispatched to the tool sources, and what comes back turned into the text the model reads."""
+"""The engine: one REPL per scope (``scope``), and each snippet taken through four stages in the
+order it travels: ``read`` it, ``plan`` how it runs, ``run`` it on a sandbox worker with its nested
+calls dispatched to the tool sources, and ``finish`` what comes back into the text the model reads."""
