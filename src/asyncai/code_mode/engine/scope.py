@@ -105,9 +105,7 @@ class ReplScope(ToolSource):
         self.setup.check_open()
         if name != RUN_CODE:
             return ToolCallOutput.error(f"error: unknown tool {name!r}; the only tool is run_code")
-        if not isinstance(arguments.get("code"), str):
-            return ToolCallOutput.error(NEEDS_CODE)
-        result = await SnippetRun(self, approver, activity).whole(arguments)
+        result = await self._whole(arguments, approver, activity, pausing=False)
         assert isinstance(result, ToolCallOutput)  # only a pausing run pauses
         return result
 
@@ -119,9 +117,20 @@ class ReplScope(ToolSource):
         Until then the paused snippet is the REPL's state (parked, saved like any other); a new
         snippet first finishes it as if the person had declined (``finish_abandoned``)."""
         self.setup.check_open()
+        return await self._whole(arguments, None, activity, pausing=True)
+
+    async def _whole(
+        self,
+        arguments: dict[str, Any],
+        approver: Approver | None,
+        activity: Activity | None,
+        *,
+        pausing: bool,
+    ) -> ToolCallOutput | PausedSnippet:
+        """A snippet that arrived whole; a call without code runs nothing and makes no span."""
         if not isinstance(arguments.get("code"), str):
             return ToolCallOutput.error(NEEDS_CODE)
-        return await SnippetRun(self, None, activity, pausing=True).whole(arguments)
+        return await SnippetRun(self, approver, activity, pausing=pausing).whole(arguments)
 
     async def resume(
         self, paused: PausedSnippet, approvals: Mapping[int, Approval], *, activity: Activity | None = None
