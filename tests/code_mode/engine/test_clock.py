@@ -36,6 +36,12 @@ async def test_a_block_expires_after_its_seconds() -> None:
     assert 0.05 <= await run_until_expired(WallClock(0.05)) < GUARD
 
 
+async def test_the_limit_counts_from_entering_not_from_making_the_clock() -> None:
+    clock = WallClock(0.05)
+    await asyncio.sleep(0.05)  # a clock made, then entered later: none of its limit is spent yet
+    assert 0.05 <= await run_until_expired(clock) < GUARD
+
+
 async def test_a_pause_longer_than_the_limit_does_not_count() -> None:
     finished = False
     async with WallClock(0.05) as clock:

@@ -16,12 +16,14 @@ class WallClock:
     """``asyncio.timeout`` for one snippet, with pauses that do not count (waiting for a person)."""
 
     def __init__(self, seconds: float) -> None:
-        self._timeout = asyncio.timeout(seconds)
+        self._seconds = seconds
         self._pauses = 0
         self._remaining: float | None = None
 
     async def __aenter__(self) -> WallClock:
         self._loop = asyncio.get_running_loop()
+        # The limit counts from entering, not from construction (asyncio.timeout fixes it when made).
+        self._timeout = asyncio.timeout(self._seconds)
         await self._timeout.__aenter__()
         _running.add(self)
         return self
