@@ -108,6 +108,17 @@ def test_without_root_a_server_keeps_the_directory_its_command_line_gave_it(
     assert value["second"].startswith(DENIED), "the working directory was opened to the server"
 
 
+def settled(snippet: str, root: Path) -> str:
+    """``snippet`` once the server lists ``root``: the filesystem server applies roots after it
+    starts and may answer a first call with its command-line directories (servers#3204)."""
+    return f"""
+for _ in range(100):
+    if {str(root)!r} in (await list_allowed_directories())["content"]:
+        break
+    await asyncio.sleep(0.05)
+{snippet}"""
+
+
 @pytest.mark.parametrize("how", ["flag", "config"])
 def test_a_named_root_is_what_the_server_is_given(tmp_path: Path, how: str) -> None:
     granted, project, named = directories(tmp_path, "granted", "project", "named")
@@ -115,7 +126,13 @@ def test_a_named_root_is_what_the_server_is_given(tmp_path: Path, how: str) -> N
     config.write_text(f"root = [{json.dumps(str(named))}]\n")
     chosen = ["--root", str(named)] if how == "flag" else ["--config", str(config)]
     result = asyncai(
-        "run-code", "--mcp-stdio", filesystem(granted), *chosen, "-c", probe(named, granted), cwd=project
+        "run-code",
+        "--mcp-stdio",
+        filesystem(granted),
+        *chosen,
+        "-c",
+        settled(probe(named, granted), named),
+        cwd=project,
     )
     assert result.status == 0, result.stderr
     value = first_value(result.stdout)
