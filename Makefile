@@ -49,6 +49,7 @@ bench: $(BENCH_STAMP)
 	$(VENV)/bin/python benchmarks/bench_context.py
 	$(VENV)/bin/python benchmarks/bench_calls.py
 	$(VENV)/bin/python benchmarks/bench_peers.py
+	$(VENV)/bin/python benchmarks/bench_floor.py
 	$(VENV)/bin/python benchmarks/bench_scale.py
 	$(VENV)/bin/python benchmarks/bench_startup.py
 	$(VENV)/bin/python benchmarks/bench_catalog.py

@@ -28,7 +28,10 @@ RESULTS_MD = HERE / "RESULTS.md"
 PACKAGES = ("asyncai", "pydantic-monty", "mcp", "pydantic-ai-harness", "pydantic-ai-slim", "fastmcp")
 
 # Sections render in this order; unknown keys follow, sorted.
-ORDER = ("context", "calls", "peers", "scale", "startup", "catalog", "crossing", "shared", "pauses", "eager")
+ORDER = (
+    "context", "calls", "peers", "floor", "scale", "startup", "catalog", "crossing", "shared", "pauses",
+    "eager",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
