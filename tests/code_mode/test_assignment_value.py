@@ -16,7 +16,7 @@ import pytest
 
 from asyncai.approvals.gate import Approval
 from asyncai.code_mode import CodeMode
-from asyncai.code_mode.engine.contract import NO_OUTPUT_TEXT
+from asyncai.code_mode.engine.contract import NO_OUTPUT_TEXT, SnippetOutcome, format_outcome
 from asyncai.code_mode.engine.pausing import PausedSnippet, pack_paused, unpack_paused
 from asyncai.code_mode.engine.read import SCAN_ON_LOOP_CHARS, bind_last_value, scan_snippet
 from asyncai.tools.types import ToolCallOutput
@@ -130,6 +130,40 @@ async def test_a_large_assigned_value_stays_where_it_was_put(fake: FakeExecutor)
     )
     assert "len(big), big[:3]" in output.content and "Preview (first 100 chars): {" in output.content
     assert after.content == "50"
+
+
+BIG = "[{'name': f'pod-{i}', 'ok': i % 3 == 0, 'load': i / 7, 'note': 'a \"quoted\" ✓'} for i in range(60)]"
+
+
+def big_value() -> list[dict[str, object]]:
+    return [{"name": f"pod-{i}", "ok": i % 3 == 0, "load": i / 7, "note": 'a "quoted" ✓'} for i in range(60)]
+
+
+@pytest.mark.parametrize(
+    ("snippet", "printed", "kept_as", "assigned"),
+    [
+        (f"rows = {BIG}", "", None, "rows"),
+        (f"print('hi')\nrows, n = {BIG}, 2", "hi\n", None, "(rows, n,)"),
+        (BIG, "", "_", None),
+        (f"print('a' * 30)\n{BIG}", "a" * 30 + "\n", "_", None),
+    ],
+)
+async def test_a_value_too_large_to_show_reads_as_if_it_had_crossed_whole(
+    fake: FakeExecutor, snippet: str, printed: str, kept_as: str | None, assigned: str | None
+) -> None:
+    """Only its JSON's length and head leave the worker (``preamble.BOUNDED``); the model reads
+    what the whole value would have given, to the character."""
+    limits = dataclasses.replace(TEST_LIMITS, max_result_chars=1_000)
+    value = big_value() if assigned != "(rows, n,)" else (big_value(), 2)
+    whole = format_outcome(
+        SnippetOutcome(value, printed), max_chars=1_000, kept_as=kept_as, assigned=assigned
+    )
+    async with CodeMode(fake, limits) as code_mode:
+        output = await run(code_mode, snippet)
+        kept = await run(code_mode, f"len({'_' if assigned is None else 'rows'})")
+    assert (output.content, output.is_error) == (whole.text, whole.is_error)
+    assert "over the 1,000-char limit" in output.content
+    assert kept.content == "60", "the value stays in the sandbox, whole"
 
 
 async def test_a_pausing_run_returns_the_assigned_value(fake: FakeExecutor) -> None:

@@ -2,10 +2,13 @@ import json
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from asyncai.activity import NestedCall
 from asyncai.code_mode.engine.contract import (
     HINTS,
+    LARGE_VALUE_MARK,
     RunCodeText,
     SnippetOutcome,
     find_unawaited,
@@ -13,6 +16,7 @@ from asyncai.code_mode.engine.contract import (
     format_outcome,
     hide_frames,
     hint_for,
+    preview_chars,
 )
 from asyncai.code_mode.engine.dispatch import calls_report
 from asyncai.log import preview
@@ -326,3 +330,52 @@ def test_the_calls_report_survives_the_result_cap() -> None:
     report = "Nested calls this snippet started before it was stopped (1):\n- cut off: hang()"
     result = format_error("Traceback\n" + "x" * 5000, calls_report=report, max_chars=600)
     assert len(result.text) <= 600 and result.text.endswith(report)
+
+
+# --- a value too large to cross whole (preamble.BOUNDED) ----------------------------------------
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=8) | st.dictionaries(st.text(max_size=8), inner, max_size=8),
+    max_leaves=60,
+)  # fmt: skip
+"""The values a tool result parses to: JSON, with string keys and finite numbers."""
+
+
+def left_in_the_sandbox(value: object, max_chars: int) -> object:
+    """What ``_asyncai_bounded`` hands back (it runs the same ``json.dumps`` in the sandbox)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    if not isinstance(value, dict | list | tuple) or len(text) <= max_chars:
+        return value
+    return (LARGE_VALUE_MARK, len(text), text[: preview_chars(max_chars)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=st.lists(_JSON, min_size=1, max_size=12) | st.dictionaries(st.text(max_size=8), _JSON, min_size=1),
+    printed=st.sampled_from(["", "hi\n", 'a "quoted" ✓ line\n' * 30]),
+    dropped=st.sampled_from([0, 7]),
+    max_chars=st.integers(min_value=20, max_value=400),
+    closing=st.sampled_from([None, "kept", "(a, b,)"]),
+)
+def test_a_value_left_in_the_sandbox_reads_as_the_value_itself(
+    value: object, printed: str, dropped: int, max_chars: int, closing: str | None
+) -> None:
+    """The result of the stand-in is the result of the value, to the character, whatever was
+    printed beside it, for a closing assignment or a last expression."""
+    kept_as, assigned = ("_", None) if closing is None else (None, closing)
+
+    def result(shown: object) -> RunCodeText:
+        outcome = SnippetOutcome(value=shown, printed=printed, printed_truncated_bytes=dropped)
+        return format_outcome(outcome, max_chars=max_chars, kept_as=kept_as, assigned=assigned)
+
+    assert result(left_in_the_sandbox(value, max_chars)) == result(value)
+
+
+def test_a_stand_in_needs_its_whole_shape() -> None:
+    """A tuple that only starts like one is a value like any other."""
+    for value in ((LARGE_VALUE_MARK, 3), (LARGE_VALUE_MARK, "3", "abc"), ("other", 30, "x" * 30)):
+        assert format_outcome(SnippetOutcome(value=value, printed="")).text == json.dumps(
+            list(value), separators=(",", ":")
+        )

@@ -66,35 +66,57 @@ def test_the_type_check_runs_only_where_it_could_stop_something() -> None:
     assert not type_check_wanted(well_formed, _scan(well_formed), CATALOG, 0)
 
 
+LIMIT = 20_000
+OUT = f"_asyncai_bounded(_, {LIMIT}, 2000)"
+"""How the snippet's value leaves the sandbox: through the bound on its size."""
+
+
 def test_the_probe_rides_on_the_feed_unless_the_feed_is_checked_or_may_pause() -> None:
     code = "rows = [1, 2]\nlen(rows)"
     scan = _scan(code)
-    folded = plan_feed(code, scan, type_check=False, pausing=False, held=["old"])
+    folded = plan_feed(code, scan, type_check=False, pausing=False, held=["old"], result_chars=LIMIT)
     assert folded.probed == ("rows",) and not folded.type_check
     assert folded.source.startswith(bind_last_value(code, scan.value_at, scan.assigned))
-    assert folded.source.endswith("(_, _asyncai_probe)")
-    for type_check, pausing in ((True, False), (False, True)):
-        alone = plan_feed(code, scan, type_check=type_check, pausing=pausing, held=["old"])
-        assert alone.probed is None and alone.source == bind_last_value(code, scan.value_at, scan.assigned)
+    assert folded.source.endswith(f"({OUT}, _asyncai_probe)")
+    checked = plan_feed(code, scan, type_check=True, pausing=False, held=["old"], result_chars=LIMIT)
+    assert checked.probed is None and checked.source == bind_last_value(code, scan.value_at, scan.assigned)
+    pausing = plan_feed(code, scan, type_check=False, pausing=True, held=["old"], result_chars=LIMIT)
+    assert pausing.probed is None and pausing.source == f"{checked.source}\n{OUT}"
+
+
+def test_the_value_leaves_through_the_bound_unless_the_feed_is_checked() -> None:
+    """The checker knows no helper: a checked feed's value crosses whole, as it is."""
+    for code, value in (("len([1, 2])", "_"), ("n = 2", "n"), ("a, b = 1, 2", "(a, b,)")):
+        scan = _scan(code)
+        plain = plan_feed(code, scan, type_check=False, pausing=False, held=[], result_chars=500)
+        assert f"_asyncai_bounded({value}, 500, 50)" in plain.source
+        checked = plan_feed(code, scan, type_check=True, pausing=False, held=[], result_chars=500)
+        assert "_asyncai_bounded" not in checked.source
+    statement = "for i in range(2):\n    print(i)"
+    plan = plan_feed(statement, _scan(statement), type_check=False, pausing=False, held=[], result_chars=500)
+    assert "_asyncai_bounded" not in plan.source, "a snippet without a value has nothing to bound"
 
 
 def test_a_snippet_that_binds_and_changes_nothing_is_fed_without_a_probe() -> None:
     code = "len([1, 2])"
-    plan = plan_feed(code, _scan(code), type_check=False, pausing=False, held=["rows"])
+    plan = plan_feed(code, _scan(code), type_check=False, pausing=False, held=["rows"], result_chars=LIMIT)
     assert plan.probed == () and "_asyncai_probe" not in plan.source
 
 
 def test_a_snippet_that_may_change_a_value_in_place_probes_every_name() -> None:
     code = "for r in [3]:\n    rows.append(r)"
-    plan = plan_feed(code, _scan(code), type_check=False, pausing=False, held=["rows", "n"])
+    plan = plan_feed(
+        code, _scan(code), type_check=False, pausing=False, held=["rows", "n"], result_chars=LIMIT
+    )
     assert plan.probed == ("rows", "n", "r")  # the names held, and the one it binds
     assert plan.source.endswith("(None, _asyncai_probe)")
 
 
 def test_a_closing_assignment_is_the_value_beside_the_probe() -> None:
     code = "n = 2"
-    plan = plan_feed(code, _scan(code), type_check=False, pausing=False, held=[])
-    assert plan.source.endswith("(n, _asyncai_probe)") and plan.probed == ("n",)
+    plan = plan_feed(code, _scan(code), type_check=False, pausing=False, held=[], result_chars=LIMIT)
+    assert plan.source.endswith(f"(_asyncai_bounded(n, {LIMIT}, 2000), _asyncai_probe)")
+    assert plan.probed == ("n",)
 
 
 @given(
@@ -106,7 +128,7 @@ def test_every_plan_feeds_the_snippet_as_written_first(lines: list[str]) -> None
     code = "\n".join(lines)
     scan = _scan(code)
     for type_check, pausing in ((False, False), (True, False), (False, True)):
-        plan = plan_feed(code, scan, type_check=type_check, pausing=pausing, held=["a"])
+        plan = plan_feed(code, scan, type_check=type_check, pausing=pausing, held=["a"], result_chars=LIMIT)
         assert plan.source.startswith(bind_last_value(code, scan.value_at, scan.assigned))
         assert plan.type_check is type_check
         assert (plan.probed is None) is (type_check or pausing)

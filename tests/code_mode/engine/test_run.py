@@ -4,12 +4,14 @@ snippets in this process (what Monty itself does is tested against real workers 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from asyncai.code_mode import CodeMode, SandboxConfig
+from asyncai.code_mode.engine.contract import LARGE_VALUE_MARK
 from asyncai.code_mode.engine.finish import RESTARTED_NOTE
 from asyncai.code_mode.engine.scope import ReplScope
 from asyncai.code_mode.limits import CodeModeLimits
@@ -135,3 +137,26 @@ async def test_imports_are_monty_s_modules_only() -> None:
     assert await worker.feed_run("import json\njson.dumps([1])") == "[1]"
     with pytest.raises(Exception, match="No module named 'subprocess'"):
         await worker.feed_run("import subprocess")
+
+
+async def test_a_value_over_the_result_limit_stays_in_the_worker(scope: ReplScope) -> None:
+    """Only its JSON's length and first characters come back from the feed (``preamble.BOUNDED``);
+    a value that fits comes back whole."""
+    assert await run(scope, "small = [1, 2]") == ("[1,2]", False)
+    worker = scope.worker
+    assert isinstance(worker, MemoryWorker)
+    returned: list[Any] = []
+    feed_run = worker.feed_run
+
+    async def recorded(code: str, **options: Any) -> Any:
+        value = await feed_run(code, **options)
+        returned.append(value)
+        return value
+
+    worker.feed_run = recorded  # type: ignore[method-assign]
+    text, is_error = await run(scope, "rows = ['x' * 100] * 300")
+    assert not is_error and text.startswith("(the value assigned to rows is 30,901 chars")
+    [(value, _rows)] = returned
+    assert value == (LARGE_VALUE_MARK, 30_901, json.dumps(["x" * 100] * 300, separators=(",", ":"))[:2_000])
+    assert await run(scope, "len(rows)") == ("300", False)
+    assert returned[-1] == 300

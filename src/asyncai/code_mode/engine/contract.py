@@ -40,6 +40,10 @@ STATE_RESET_TEXT: Final = (
     "The REPL state was reset: all variables from earlier run_code calls are gone; fetch again what you need."
 )
 
+LARGE_VALUE_MARK: Final = "_asyncai_large_value"
+"""First item of what the sandbox hands back in place of a value whose JSON is over the result limit
+(``preamble.BOUNDED``): ``(LARGE_VALUE_MARK, its JSON's length, its first chars)``."""
+
 _UNAWAITED: Final = re.compile(r"<coroutine external_future\(\d+\)>|<coroutine object [^>]*>|<gather\(\d+\)>")
 _SCAN_LIMIT: Final = 1_000
 
@@ -130,8 +134,31 @@ def _result_text(outcome: SnippetOutcome, data: Any, max_chars: int) -> str:
     return dump_json(data)
 
 
-def _too_large(text: str, max_chars: int, kept_as: str | None = None) -> RunCodeText:
-    shown = min(PREVIEW_CHARS, max(max_chars // 10, 0))
+def preview_chars(max_chars: int) -> int:
+    """How much of a result over ``max_chars`` the model is shown."""
+    return min(PREVIEW_CHARS, max(max_chars // 10, 0))
+
+
+@dataclass(frozen=True)
+class _Text:
+    """A result's text by its length and its first characters (at least the preview's)."""
+
+    length: int
+    head: str
+
+    @classmethod
+    def of(cls, text: str) -> _Text:
+        return cls(len(text), text)
+
+    def preview(self, shown: int) -> str:
+        """``log.preview`` of the whole text."""
+        if self.length <= shown:
+            return self.head
+        return f"{self.head[:shown]}... [{count(self.length - shown)} more chars]"
+
+
+def _too_large(text: _Text, max_chars: int, kept_as: str | None = None) -> RunCodeText:
+    shown = preview_chars(max_chars)
     if kept_as is not None:
         advice = (
             f"The full value is in {kept_as}; return a filtered subset of it (a count, a few names, "
@@ -144,25 +171,25 @@ def _too_large(text: str, max_chars: int, kept_as: str | None = None) -> RunCode
         )
     return RunCodeText(
         text=(
-            f"error: result is {count(len(text))} chars, over the {count(max_chars)}-char limit for "
-            f"what goes to the model. {advice}Preview (first {shown} chars): {preview(text, shown)}"
+            f"error: result is {count(text.length)} chars, over the {count(max_chars)}-char limit for "
+            f"what goes to the model. {advice}Preview (first {shown} chars): {text.preview(shown)}"
         ),
         is_error=True,
     )
 
 
-def _assigned_too_large(text: str, max_chars: int, assigned: str) -> RunCodeText:
+def _assigned_too_large(text: _Text, max_chars: int, assigned: str) -> RunCodeText:
     """A closing assignment's value over the limit: not an error, since the snippet kept it in a
     variable as the description advises; the model reads its size, where it is and a preview."""
     where = assigned.removeprefix("(").removesuffix(",)")
-    shown = min(PREVIEW_CHARS, max(max_chars // 10, 0))
+    shown = preview_chars(max_chars)
     first = where.split(", ")[0]
     return RunCodeText(
         text=(
-            f"(the value assigned to {where} is {count(len(text))} chars, over the {count(max_chars)}-char "
+            f"(the value assigned to {where} is {count(text.length)} chars, over the {count(max_chars)}-char "
             f"limit for what goes to the model, so it is not shown; it stays in {where}: return a "
             f"filtered subset of it (a count, a few names, selected fields: len({first}), {first}[:3]) "
-            f"without calling the tool again. Preview (first {shown} chars): {preview(text, shown)})"
+            f"without calling the tool again. Preview (first {shown} chars): {text.preview(shown)})"
         ),
         is_error=False,
     )
@@ -177,19 +204,43 @@ def format_outcome(
     """The ``run_code`` result for a snippet that completed (its value, or its output when it
     has none, within the size limit); ``kept_as`` names the variable holding the value, and
     ``assigned`` says the value is what the snippet's closing assignment assigned (there)."""
-    found = find_unawaited(outcome.value)
+    large = _large_value(outcome.value)
+    found = None if large is not None else find_unawaited(outcome.value)
     if found is not None:
         return _unawaited_error(found, "result")
     match = _UNAWAITED.search(outcome.printed)
     if match is not None:
         return _unawaited_error(match.group(0), "print output")
-    data = to_json_value(outcome.value)  # converted once: for the text and as the value itself
-    text = _result_text(outcome, data, max_chars)
-    if len(text) > max_chars:
-        if assigned is not None and outcome.value is not None:
-            return _assigned_too_large(text, max_chars, assigned)
-        return _too_large(text, max_chars, kept_as if outcome.value is not None else None)
-    return RunCodeText(text=text, is_error=False, value=data)
+    if large is not None:  # over the limit in any case: the text is known by its length and head
+        text = _large_text(outcome, large, max_chars)
+    else:
+        data = to_json_value(outcome.value)  # converted once: for the text and as the value itself
+        whole = _result_text(outcome, data, max_chars)
+        if len(whole) <= max_chars:
+            return RunCodeText(text=whole, is_error=False, value=data)
+        text = _Text.of(whole)
+    if assigned is not None and outcome.value is not None:
+        return _assigned_too_large(text, max_chars, assigned)
+    return _too_large(text, max_chars, kept_as if outcome.value is not None else None)
+
+
+def _large_value(value: Any) -> _Text | None:
+    """The JSON of a value left in the sandbox for its size (``LARGE_VALUE_MARK``), else ``None``."""
+    if isinstance(value, tuple) and len(value) == 3 and value[0] == LARGE_VALUE_MARK:
+        length, head = value[1], value[2]
+        if isinstance(length, int) and isinstance(head, str):
+            return _Text(length, head)
+    return None
+
+
+def _large_text(outcome: SnippetOutcome, value: _Text, max_chars: int) -> _Text:
+    """``_result_text`` of a value known by its JSON's length and head."""
+    if not outcome.printed and outcome.printed_truncated_bytes <= 0:
+        return value
+    # dump_json({"output": ..., "result": value}): the output first, then the value's JSON.
+    printed = compact_json(_output_text(outcome, max(max_chars // 2, 1)))
+    before = f'{{"output":{printed},"result":'
+    return _Text(len(before) + value.length + 1, before + value.head)
 
 
 def tool_name_taken(names: list[str], defined: tuple[str, ...] = ()) -> str:

@@ -26,8 +26,8 @@ from typing import Any
 from asyncai.code_mode.catalog.entries import CatalogEntry
 from asyncai.code_mode.catalog.host_functions import HOST_FUNCTIONS
 from asyncai.code_mode.catalog.stubs import RESERVED_HELPERS
-from asyncai.code_mode.engine.contract import RunCodeText, tool_name_taken
-from asyncai.code_mode.engine.preamble import DISABLED_BUILTINS, INTERNAL_PREFIX
+from asyncai.code_mode.engine.contract import RunCodeText, preview_chars, tool_name_taken
+from asyncai.code_mode.engine.preamble import BOUNDED, DISABLED_BUILTINS, INTERNAL_PREFIX
 from asyncai.code_mode.engine.read import (
     LAST_VALUE,
     SCAN_ON_LOOP_CHARS,
@@ -134,20 +134,28 @@ class FeedPlan:
     ``None``: the probe, if any, is its own feed afterwards."""
 
 
-def plan_feed(code: str, scan: SnippetScan, *, type_check: bool, pausing: bool, held: list[str]) -> FeedPlan:
-    """The feed of ``code`` in a REPL holding ``held`` (oldest first). The variables probe of the
-    names it may have changed (``names_to_probe``) rides on the snippet's own feed (one round trip
-    instead of two) unless the snippet is type-checked (a probe would be checked too) or may pause
-    (its snapshot ends the feed)."""
+def plan_feed(
+    code: str, scan: SnippetScan, *, type_check: bool, pausing: bool, held: list[str], result_chars: int
+) -> FeedPlan:
+    """The feed of ``code`` in a REPL holding ``held`` (oldest first). Its value leaves the sandbox
+    through ``preamble.BOUNDED`` (a value over ``result_chars`` stays in, only its JSON's length and
+    head cross) unless the feed is type-checked (the checker knows no helper). The variables probe of
+    the names it may have changed (``names_to_probe``) rides on the snippet's own feed (one round
+    trip instead of two) unless the snippet is type-checked (a probe would be checked too) or may
+    pause (its snapshot ends the feed)."""
     source = bind_last_value(code, scan.value_at, scan.assigned)
-    if type_check or pausing:
-        return FeedPlan(source, type_check, None)
+    value = None if source == code else LAST_VALUE if scan.value_at is not None else scan.assigned
+    if value is not None and not type_check:
+        value = f"{BOUNDED}({value}, {result_chars}, {preview_chars(result_chars)})"
+    elif type_check:
+        return FeedPlan(source, True, None)
+    if pausing:
+        return FeedPlan(source if value is None else f"{source}\n{value}", False, None)
     names = names_to_probe(source, held, list(scan.bound))
     if not names:  # nothing it did can show in the note: no probe, and every row stays
-        return FeedPlan(source, False, ())
+        return FeedPlan(source if value is None else f"{source}\n{value}", False, ())
     probe = probe_source(list(reversed(names))).rsplit("\n", 1)[0]  # its statements, not its value
-    value = LAST_VALUE if scan.value_at is not None else scan.assigned or "None"
-    return FeedPlan(f"{source}\n{probe}\n({value}, _asyncai_probe)", False, tuple(names))
+    return FeedPlan(f"{source}\n{probe}\n({value or 'None'}, _asyncai_probe)", False, tuple(names))
 
 
 CONTINUATIONS = ("else", "elif", "except", "finally", "case")

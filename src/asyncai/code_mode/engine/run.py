@@ -105,7 +105,14 @@ class Runner:
             return RunCodeText(f"error: could not start the sandbox: {exc}", is_error=True)
         checked = check and scope.checked_version == scope.setup.catalog_version  # stubs fixed at checkout
         scope.checked_snippets += checked
-        plan = plan_feed(code, scan, type_check=checked, pausing=pausing, held=list(scope.known.bound))
+        plan = plan_feed(
+            code,
+            scan,
+            type_check=checked,
+            pausing=pausing,
+            held=list(scope.known.bound),
+            result_chars=self.limits.max_result_chars,
+        )
         remaining = self.limits.wall_timeout - (asyncio.get_running_loop().time() - started)
         return await self.supervise(
             worker, lambda: self.feed(worker, plan, scan.bound, pausing), remaining, written
