@@ -196,7 +196,7 @@ ESCAPES = [
     val(
         "locals-shows-only-the-repl",
         "sorted(locals())[:3]",
-        r'^\["_asyncai_count_by","_asyncai_decode","_asyncai_dig"\]$',
+        r'^\["_asyncai_bounded","_asyncai_count_by","_asyncai_decode"\]$',
     ),
     err("locals-builtins", "locals()['__builtins__']", r"KeyError: __builtins__"),
     val(
