@@ -14,6 +14,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 HEADING = "### Embedding: a function and an MCP server behind one `run_code`"
 PYDANTIC_AI_HEADING = "### Pydantic AI: `run_code` as a toolset"
 MEMORY_HEADING = "### Testing your code without worker processes"
+SKILLS_HEADING = "### Skills: instructions and code the agent loads"
 
 
 def readme_example(heading: str = HEADING) -> str:
@@ -50,3 +51,9 @@ def test_the_readme_memory_sandbox_example_runs(tmp_path: Path) -> None:
     done = run_example(MEMORY_HEADING, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "42\n"
+
+
+def test_the_readme_skills_example_runs(tmp_path: Path) -> None:
+    done = run_example(SKILLS_HEADING, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "11.0\n"  # the skill's function ran in the sandbox and called the tool

@@ -60,6 +60,12 @@ _EXPORTS = {
     "StateStore": "state.stores",
     "DirectoryStore": "state.stores",
     "RedisStore": "state.stores",
+    # Skills
+    "Skill": "skills.skill",
+    "SkillError": "skills.skill",
+    "SkillSet": "skills.skillset",
+    "SkillSource": "skills.sources",
+    "DirectorySkills": "skills.sources",
     # What a run is doing
     "Activity": "activity",
     "NestedCall": "activity",
@@ -75,6 +81,9 @@ if TYPE_CHECKING:
     from asyncai.code_mode.limits import CodeModeLimits
     from asyncai.code_mode.sandbox.config import SandboxConfig, SandboxConfigError
     from asyncai.code_mode.scopes import ReplScopes, ScopeUse
+    from asyncai.skills.skill import Skill, SkillError
+    from asyncai.skills.skillset import SkillSet
+    from asyncai.skills.sources import DirectorySkills, SkillSource
     from asyncai.state.stores import DirectoryStore, RedisStore, StateStore
     from asyncai.tools.functions import FunctionTools, tool
     from asyncai.tools.mcp.asking import FormAnswer, Person, Sample, Sampler, SampleRequest
@@ -109,6 +118,7 @@ __all__ = [
     "CodeMode",
     "CodeModeLimits",
     "ConfigError",
+    "DirectorySkills",
     "DirectoryStore",
     "FormAnswer",
     "FunctionTools",
@@ -132,6 +142,10 @@ __all__ = [
     "ScopeUse",
     "ServerRequests",
     "ServerStartError",
+    "Skill",
+    "SkillError",
+    "SkillSet",
+    "SkillSource",
     "StateStore",
     "StdioServerSpec",
     "ToolCallOutput",

@@ -111,6 +111,12 @@ def add_mcp_options(parser: argparse.ArgumentParser) -> None:
 def add_code_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("code mode")
     group.add_argument(
+        "--skills",
+        action="append",
+        metavar="DIR",
+        help="a directory of skills (repeatable; .claude/skills here and in ~/.claude are read too)",
+    )
+    group.add_argument(
         "--code-sandbox", choices=SANDBOX_KINDS, help="where snippets run (default auto = pool)"
     )
     group.add_argument(
@@ -440,6 +446,18 @@ def server_requests(settings: Settings, person: Person | None = None) -> ServerR
         person=person,
         roots=tuple(roots),
     )
+
+
+def skill_directories(settings: Settings) -> list[Path]:
+    """Where skills are read from, as Claude Code reads them (``.claude/skills`` in the working
+    directory, then ``~/.claude/skills``), then each ``--skills DIR``."""
+    from asyncai.transcripts.paths import claude_config_dir
+
+    named = [Path(directory).expanduser() for directory in settings.texts("skills")]
+    for directory in named:
+        if not directory.is_dir():
+            raise UsageError(f"--skills {directory}: not a directory")
+    return [Path.cwd() / ".claude" / "skills", claude_config_dir() / "skills", *named]
 
 
 def someone_can_sign_in() -> bool:

@@ -17,6 +17,7 @@ from asyncai.cli.settings import (
     server_requests,
     server_specs,
     sign_in_mode,
+    skill_directories,
     someone_can_sign_in,
 )
 from asyncai.tools.mcp.early_start import EarlyServers, early_servers
@@ -119,8 +120,10 @@ async def code_mode_executor(
             speculate=not settings.switch("no_speculate"),
             speculate_tools=settings.texts("speculate"),
             trace_content=settings.switch("trace_content"),
+            skills=skill_directories(settings),
         )
         try:
+            await executor.refresh_skills()
             yield executor
         finally:
             # Both wait on processes (the workers, the servers' exits): side by side, not in turn.

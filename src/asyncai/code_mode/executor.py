@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Collection, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from asyncai.activity import QUIET, Activity
@@ -15,6 +16,7 @@ from asyncai.code_mode.catalog.description import run_code_definition
 from asyncai.code_mode.catalog.entries import build_catalog
 from asyncai.code_mode.catalog.observed import ObservedShapes
 from asyncai.code_mode.catalog.search import ToolFinder
+from asyncai.code_mode.catalog.skills import skills_section
 from asyncai.code_mode.engine.scope import ReplScope
 from asyncai.code_mode.engine.setup import ScopeSetup
 from asyncai.code_mode.limits import CodeModeLimits
@@ -22,6 +24,8 @@ from asyncai.code_mode.sandbox.config import SandboxConfig
 from asyncai.code_mode.sandbox.sandboxes import open_sandbox
 from asyncai.code_mode.sandbox.workers import WorkerRoom
 from asyncai.code_mode.scopes import ReplScopes
+from asyncai.skills.skillset import SkillSet, skill_set
+from asyncai.skills.sources import SkillSource
 from asyncai.state.stores import StateStore
 from asyncai.telemetry.spans import Tracing
 from asyncai.tools.routing import RoutedTools, tool_sources
@@ -65,6 +69,7 @@ class CodeMode(ToolSource):
         speculate_tools: Collection[str] = (),
         tracer_provider: TracerProvider | None = None,
         trace_content: bool = False,
+        skills: SkillSet | Sequence[SkillSource | str | Path] | None = None,
     ) -> None:
         sources = tool_sources(tools, "CodeMode", "tools")
         _check_settings(limits, sandbox, preamble, state_store, activity, observed_shapes, tracer_provider)
@@ -72,6 +77,8 @@ class CodeMode(ToolSource):
         check_flag(speculate, "CodeMode", "speculate")
         speculate_tools = strings(speculate_tools, "CodeMode", "speculate_tools")
         check_flag(trace_content, "CodeMode", "trace_content")
+        self.skills = skill_set(skills, "CodeMode", "skills")
+        """The skills snippets read and load (``None``: no skill functions)."""
         inner = tools if isinstance(tools, ToolSource) else RoutedTools(sources)
         self.inner = inner
         """The tools snippets call."""
@@ -79,7 +86,7 @@ class CodeMode(ToolSource):
         self.observed_shapes = observed_shapes
         """Shapes learned from the results of tools without an output schema (``None``: none)."""
         inner_tools = self._with_observed_shapes(inner.tools())
-        self.catalog = build_catalog(inner_tools)
+        self.catalog = build_catalog(inner_tools, skills=self._skills_offered)
         self.sandbox = open_sandbox(sandbox or SandboxConfig(), self.limits)
         self._setup = ScopeSetup(
             run_code=self._definition(inner_tools),
@@ -97,6 +104,7 @@ class CodeMode(ToolSource):
             speculate=speculate,
             speculate_tools=frozenset(speculate_tools),
             tracing=Tracing(tracer_provider, content=trace_content),
+            skills=self.skills,
         )
         self._default = ReplScope(self._setup)
         self.scopes = ReplScopes(self)
@@ -132,6 +140,9 @@ class CodeMode(ToolSource):
             self.limits.max_result_chars,
             self.limits.catalog_budget,
         )
+        if self.skills is not None and self._skills_offered:
+            description = f"{definition.description}\n\n{skills_section(self.skills)}"
+            definition = dataclasses.replace(definition, description=description)
         # The backend runs a model's call to a catalog function by its own name as a snippet.
         return dataclasses.replace(definition, callables=tuple(sorted(self.catalog)))
 
@@ -147,12 +158,20 @@ class CodeMode(ToolSource):
             for tool in tools
         ]
 
+    @property
+    def _skills_offered(self) -> bool:
+        """Snippets get the skill functions once there is a skill to read."""
+        return self.skills is not None and bool(self.skills.entries())
+
     async def _inner_tools_changed(self) -> None:
         """A wrapped server's tools changed: a new catalog and description for every scope."""
         if self._closed:
             return  # the servers outlive a closed code mode: nobody is left to tell
+        await self._catalog_changed()
+
+    async def _catalog_changed(self) -> None:
         inner_tools = self._with_observed_shapes(self.inner.tools())
-        self.catalog = build_catalog(inner_tools)
+        self.catalog = build_catalog(inner_tools, skills=self._skills_offered)
         self._setup.catalog = self.catalog
         self._setup.finder = ToolFinder(self.catalog)
         self._setup.run_code = self._definition(inner_tools)
@@ -162,7 +181,20 @@ class CodeMode(ToolSource):
 
     async def __aenter__(self) -> CodeMode:
         self.check_open()
+        if self.skills is not None:
+            await self.refresh_skills()
         return self
+
+    async def refresh_skills(self) -> None:
+        """List the skills again: ``run_code``'s description and the functions of every scope
+        follow (tools-changed listeners are told, as when a server's tools change)."""
+        self.check_open()
+        if self.skills is None:
+            return
+        offered = self._skills_offered
+        await self.skills.refresh()
+        if offered or self._skills_offered:  # no skills before or now: nothing changed
+            await self._catalog_changed()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()

@@ -22,6 +22,7 @@ from asyncai.approvals.gate import Approval, ApprovalRequest, MutationGate
 from asyncai.code_mode.catalog.entries import CatalogEntry, Finder, call_mistakes, missing_key
 from asyncai.code_mode.catalog.observed import ObservedShapes
 from asyncai.code_mode.catalog.resources import RESOURCE_FUNCTIONS, call_resource_function
+from asyncai.code_mode.catalog.skills import SKILL_FUNCTIONS, call_skill_function
 from asyncai.code_mode.engine.clock import WallClock
 from asyncai.code_mode.engine.crossing import Payload, tool_payload
 from asyncai.code_mode.engine.pausing import HeldCall
@@ -37,6 +38,7 @@ from asyncai.log import (
     log_event,
     logger,
 )
+from asyncai.skills.skillset import SkillSet
 from asyncai.telemetry.spans import DEFAULT_TRACING, Tracing, end_nested, nested_call
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 
@@ -150,6 +152,10 @@ class SnippetDispatcher:
     mutations_held: asyncio.Future[Approval] | None = None
     """While set, a mutating call waits for it before the gate (a snippet still streaming:
     ``SnippetRun``); a refusal raises ``PermissionError`` at the call."""
+    skills: SkillSet | None = None
+    loaded_skills: dict[str, list[str] | str] = field(default_factory=dict)
+    """What ``load_skill`` returns for each skill this snippet loads: the signatures its files
+    defined, or why they could not be (``Runner`` fed them before the snippet)."""
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     _os_denied: str | None = field(default=None, repr=False)
 
@@ -197,6 +203,10 @@ class SnippetDispatcher:
         if entry.host_function:
             if entry.tool.name in RESOURCE_FUNCTIONS:
                 found = await self._tracked(call_resource_function(self.inner, entry.tool, arguments))
+            elif entry.tool.name in SKILL_FUNCTIONS and self.skills is not None:
+                found = await self._tracked(
+                    call_skill_function(self.skills, entry.tool, arguments, self.loaded_skills)
+                )
             elif self.finder is not None:
                 found = self.finder.answer(entry.tool, arguments)
             else:

@@ -41,6 +41,7 @@ from asyncai.code_mode.engine.plan import FeedPlan, plan_feed
 from asyncai.code_mode.engine.preamble import HOST_CALL
 from asyncai.code_mode.engine.read import SnippetScan, as_written
 from asyncai.code_mode.engine.setup import Repl
+from asyncai.code_mode.engine.skill_feed import feed_skills
 from asyncai.code_mode.engine.type_check import rejection
 from asyncai.code_mode.engine.variables import probe_source
 from asyncai.code_mode.sandbox.interface import SnippetRaised, Worker
@@ -103,6 +104,7 @@ class Runner:
             worker = await scope.ensure_worker()
         except StateLost as exc:
             return RunCodeText(f"error: could not start the sandbox: {exc}", is_error=True)
+        await feed_skills(scope, worker, scan, self.dispatcher, discard_print)
         checked = check and scope.checked_version == scope.setup.catalog_version  # stubs fixed at checkout
         scope.checked_snippets += checked
         plan = plan_feed(

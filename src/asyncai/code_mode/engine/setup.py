@@ -24,6 +24,7 @@ from asyncai.code_mode.engine.variables import KnownVariables
 from asyncai.code_mode.limits import CodeModeLimits
 from asyncai.code_mode.sandbox.interface import Sandbox, Worker
 from asyncai.code_mode.sandbox.workers import WorkerRoom
+from asyncai.skills.skillset import SkillSet
 from asyncai.state.stores import StateStore
 from asyncai.telemetry.spans import DEFAULT_TRACING, Tracing
 from asyncai.tools.types import ToolDefinition, ToolSource
@@ -59,6 +60,8 @@ class ScopeSetup:
     """Launch read-only calls with literal arguments as soon as their line streamed (``speculation``)."""
     speculate_tools: frozenset[str] = frozenset()
     """Tools that speculate though they do not declare ``readOnlyHint``."""
+    skills: SkillSet | None = None
+    """The skills snippets may read and load (``None``: no skill functions)."""
     closed: str | None = None
     """Why no snippet may run any more (the code mode closed); a scope made before says so."""
 
@@ -80,6 +83,7 @@ class ScopeSetup:
             activity=combined(self.activity, activity),
             shapes=self.shapes,
             tracing=self.tracing,
+            skills=self.skills,
         )
 
     _stubs: tuple[int, str] | None = None

@@ -1,0 +1,147 @@
+"""The skill functions of a snippet (issue 37): ``skills``, ``skill``, ``skill_file`` and
+``load_skill``, in the catalog when the code mode has skills.
+
+Like the resource functions they are answered by asyncai, not by a server: no call budget, no
+audit, no mutation gate. ``load_skill`` defines the functions of a skill's Python files in the
+REPL: the engine feeds those files to the worker before the snippet that loads the skill runs
+(``engine.read.skills_loaded``), so the skill's code runs in the sandbox, never on the host, and
+the call itself returns what they defined."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from asyncai.code_mode.catalog.stubs import render_stub
+from asyncai.code_mode.engine.crossing import Payload
+from asyncai.log import dumps_compact
+from asyncai.skills.skill import SkillError
+from asyncai.skills.skillset import SkillSet
+from asyncai.tools.types import ToolDefinition
+
+_NAME: Final = {"type": "string", "description": "the skill's name, as skills() lists it"}
+
+SKILLS: Final = ToolDefinition(
+    name="skills",
+    description=(
+        "The skills there are (instructions and code for tasks like this one): name, description, "
+        "origin, and functions (true when load_skill defines functions). query keeps those whose "
+        "name or description has every word of it."
+    ),
+    input_schema={"type": "object", "properties": {"query": {"type": "string"}}},
+    output_schema={
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "description": {"type": "string"},
+                "origin": {"type": "string"},
+                "functions": {"type": "boolean"},
+            },
+            "required": ["name", "description", "origin", "functions"],
+        },
+    },
+    read_only=True,
+)
+SKILL: Final = ToolDefinition(
+    name="skill",
+    description="A skill's instructions: its SKILL.md without the frontmatter. Read them before you use it.",
+    input_schema={"type": "object", "properties": {"name": _NAME}, "required": ["name"]},
+    output_schema={"type": "string"},
+    read_only=True,
+)
+SKILL_FILE_FUNCTION: Final = ToolDefinition(
+    name="skill_file",
+    description="One file of a skill (a reference, an example, a script), by its path in the skill.",
+    input_schema={
+        "type": "object",
+        "properties": {"name": _NAME, "path": {"type": "string", "description": 'e.g. "references/api.md"'}},
+        "required": ["name", "path"],
+    },
+    output_schema={"type": "string"},
+    read_only=True,
+)
+LOAD_SKILL: Final = ToolDefinition(
+    name="load_skill",
+    description=(
+        "Define a skill's Python functions in this REPL and return their signatures; call them "
+        "like any function afterwards (they call the tools). Pass the name as a literal: "
+        'await load_skill(name="report").'
+    ),
+    input_schema={"type": "object", "properties": {"name": _NAME}, "required": ["name"]},
+    output_schema={"type": "array", "items": {"type": "string"}},
+    read_only=True,
+)
+SKILL_FUNCTIONS: Final = {tool.name: tool for tool in (SKILLS, SKILL, SKILL_FILE_FUNCTION, LOAD_SKILL)}
+NOT_LITERAL: Final = (
+    "load_skill needs the skill's name written as a string literal, "
+    'e.g. await load_skill(name="report"): its code is defined before the snippet runs'
+)
+
+
+async def call_skill_function(
+    skills: SkillSet, definition: ToolDefinition, arguments: dict[str, Any], loaded: Mapping[str, Any]
+) -> Payload:
+    """Answer a skill function; ``loaded`` is what the engine defined for each skill this snippet
+    loads (its signatures, or the error that stopped it). A failure raises ``RuntimeError``."""
+    try:
+        await skills.ensure_loaded()
+        name = str(arguments.get("name", ""))
+        if definition is SKILLS:
+            value: Any = _listing(skills, str(arguments.get("query") or ""))
+        elif definition is SKILL:
+            value = await skills.instructions(name)
+        elif definition is SKILL_FILE_FUNCTION:
+            value = await skills.text(name, str(arguments["path"]))
+        else:
+            value = _loaded(skills, name, loaded)
+    except SkillError as exc:
+        raise RuntimeError(str(exc)) from None
+    return Payload("json", dumps_compact(value))
+
+
+def _listing(skills: SkillSet, query: str) -> list[dict[str, Any]]:
+    words = query.lower().split()
+    return [
+        {
+            "name": name,
+            "description": skill.description,
+            "origin": skill.origin,
+            "functions": bool(skill.python_files),
+        }
+        for name, skill in skills.entries()
+        if all(word in f"{name} {skill.description}".lower() for word in words)
+    ]
+
+
+def _loaded(skills: SkillSet, name: str, loaded: Mapping[str, Any]) -> list[str]:
+    if name not in loaded:
+        skills.find(name)  # an unknown name says which exist
+        raise SkillError(NOT_LITERAL)
+    outcome = loaded[name]
+    if isinstance(outcome, str):
+        raise SkillError(outcome)
+    return list(outcome)
+
+
+SKILLS_LISTED_CHARS: Final = 2_000
+"""How much of ``run_code``'s description the list of skills may take; ``skills()`` finds the rest."""
+
+
+def skills_section(skills: SkillSet, budget: int = SKILLS_LISTED_CHARS) -> str:
+    """The description's part on skills: the functions' stubs, then each skill (name:
+    description) within ``budget`` characters."""
+    stubs = "\n\n".join(render_stub(name, tool) for name, tool in SKILL_FUNCTIONS.items())
+    head = "# Skills: instructions and code for tasks; read a skill's instructions before you use it"
+    entries = skills.entries()
+    lines: list[str] = []
+    used = 0
+    for name, skill in entries:
+        line = f"- {name}: {' '.join(skill.description.split())}"
+        if used + len(line) + 1 > budget:
+            lines.append(f"- ... and {len(entries) - len(lines)} more: await skills(query=...) finds them")
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n\n".join([head, stubs, "\n".join(lines)])

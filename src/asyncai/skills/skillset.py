@@ -1,0 +1,111 @@
+"""``SkillSet``: the skills of every source, by the names snippets use.
+
+A name two origins share is never resolved to one of them behind the model's back (SEP-2640: no
+silent shadowing): each of those skills is then named ``origin:name``."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from asyncai.arguments import refusal
+from asyncai.skills.skill import SKILL_FILE, Skill, SkillError, split_skill_md
+from asyncai.skills.sources import DirectorySkills, SkillSource
+
+
+@dataclass(frozen=True)
+class Found:
+    """A skill and the source that reads its files."""
+
+    skill: Skill
+    source: SkillSource
+
+
+class SkillSet:
+    def __init__(self, sources: Sequence[SkillSource]) -> None:
+        self.sources = list(sources)
+        self._by_name: dict[str, Found] | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._by_name is not None
+
+    async def refresh(self) -> None:
+        """List every source again (a source that fails lists nothing)."""
+        listed = await asyncio.gather(*(source.skills() for source in self.sources))
+        found = [
+            Found(skill, source)
+            for source, skills in zip(self.sources, listed, strict=True)
+            for skill in skills
+        ]
+        counts: dict[str, int] = {}
+        for item in found:
+            counts[item.skill.name] = counts.get(item.skill.name, 0) + 1
+        self._by_name = {
+            item.skill.name
+            if counts[item.skill.name] == 1
+            else f"{item.skill.origin}:{item.skill.name}": item
+            for item in found
+        }
+
+    async def ensure_loaded(self) -> None:
+        if self._by_name is None:
+            await self.refresh()
+
+    def names(self) -> list[str]:
+        return sorted(self._by_name or {})
+
+    def entries(self) -> list[tuple[str, Skill]]:
+        """Each skill by the name snippets use, sorted."""
+        by_name = self._by_name or {}
+        return [(name, by_name[name].skill) for name in sorted(by_name)]
+
+    def find(self, name: str) -> Found:
+        by_name = self._by_name or {}
+        if name in by_name:
+            return by_name[name]
+        close = difflib.get_close_matches(name, list(by_name), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        known = f" (skills: {', '.join(sorted(by_name)[:20])})" if by_name and not close else ""
+        raise SkillError(f"no skill named {name!r}{hint}{known}")
+
+    async def text(self, name: str, path: str) -> str:
+        """One of a skill's files as text (verified)."""
+        found = self.find(name)
+        data = await found.source.read(found.skill, path)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SkillError(f"skill {name!r}: {path} is not UTF-8 text ({len(data):,} bytes)") from None
+
+    async def instructions(self, name: str) -> str:
+        """The ``SKILL.md`` body: its instructions, without the frontmatter."""
+        return split_skill_md(await self.text(name, SKILL_FILE))[1]
+
+    async def python_sources(self, name: str) -> list[tuple[str, str]]:
+        """``(path, source)`` of each Python file ``load_skill`` runs, in order."""
+        found = self.find(name)
+        return [(path, await self.text(name, path)) for path in found.skill.python_files]
+
+
+def skill_set(value: object, owner: str, name: str) -> SkillSet | None:
+    """``value`` as a ``SkillSet``: one already, or sources (a directory path stands for
+    ``DirectorySkills``); a one-line ``TypeError`` naming ``owner``'s ``name`` otherwise."""
+    if value is None or isinstance(value, SkillSet):
+        return value
+    if isinstance(value, str | Path) or not isinstance(value, Sequence):
+        raise TypeError(refusal(owner, name, "a SkillSet or a list of skill directories and sources", value))
+    sources: list[SkillSource] = []
+    for item in value:
+        if isinstance(item, str | Path):
+            sources.append(DirectorySkills(Path(item).expanduser()))
+        elif callable(getattr(item, "skills", None)) and callable(getattr(item, "read", None)):
+            sources.append(item)
+        else:
+            raise TypeError(
+                refusal(owner, name, "skill directories (str or Path) or SkillSource objects", item)
+            )
+    return SkillSet(sources)

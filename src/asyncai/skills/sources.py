@@ -1,0 +1,89 @@
+"""Where skills come from, behind one small protocol: ``SkillSource`` lists skills and reads their
+files, each read checked against the digest the listing gave. ``DirectorySkills`` is a directory of
+skill directories on this machine (``.claude/skills``, ``~/.claude/skills``, ``--skills DIR``)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Protocol
+
+from asyncai.log import log_event
+from asyncai.skills.skill import (
+    SKILL_FILE,
+    Skill,
+    SkillError,
+    SkillFile,
+    check_name,
+    check_size,
+    file_digest,
+    split_skill_md,
+    verified,
+)
+
+
+class SkillSource(Protocol):
+    origin: str
+    """Where its skills come from, as the model and the user read it (``local``, a server's name)."""
+
+    async def skills(self) -> list[Skill]:
+        """Every skill it offers now; one that cannot be used is left out with a warning."""
+        ...
+
+    async def read(self, skill: Skill, path: str) -> bytes:
+        """The bytes of one of ``skill``'s files, verified against its manifest (``SkillError``)."""
+        ...
+
+
+class DirectorySkills:
+    """Each directory under ``root`` that holds a ``SKILL.md`` is a skill; a ``SKILL.md`` deeper
+    down belongs to its enclosing skill as a supporting file (a nested skill is never activated by
+    loading its parent)."""
+
+    def __init__(self, root: Path, origin: str = "local") -> None:
+        self.root = root
+        self.origin = origin
+
+    async def skills(self) -> list[Skill]:
+        return await asyncio.to_thread(self._scan)
+
+    async def read(self, skill: Skill, path: str) -> bytes:
+        skill.file(path)  # a path the manifest does not list is never opened
+        data = await asyncio.to_thread((self.root / skill.name / path).read_bytes)
+        return verified(skill, path, data)
+
+    def _scan(self) -> list[Skill]:
+        try:
+            directories = sorted(entry for entry in self.root.iterdir() if entry.is_dir())
+        except OSError:
+            return []  # no such directory: no skills from it
+        found = []
+        for directory in directories:
+            if not (directory / SKILL_FILE).is_file():
+                continue
+            try:
+                found.append(self._skill(directory))
+            except (SkillError, OSError, UnicodeDecodeError) as exc:
+                log_event("skills.skipped", logging.WARNING, directory=str(directory), reason=str(exc))
+        return found
+
+    def _skill(self, directory: Path) -> Skill:
+        files = []
+        for path in sorted(directory.rglob("*")):
+            if path.is_file() and not any(part.startswith(".") for part in path.relative_to(directory).parts):
+                data = path.read_bytes()
+                files.append(SkillFile(path.relative_to(directory).as_posix(), len(data), file_digest(data)))
+        frontmatter, _ = split_skill_md((directory / SKILL_FILE).read_text(encoding="utf-8"))
+        name = str(frontmatter["name"])
+        check_name(name, directory.name)
+        manifest = tuple(files)
+        check_size(name, manifest)
+        return Skill(
+            name=name,
+            description=str(frontmatter["description"]).strip(),
+            frontmatter=frontmatter,
+            origin=self.origin,
+            uri=f"skill://{name}/{SKILL_FILE}",
+            files=manifest,
+        )
