@@ -17,6 +17,12 @@ def state_home(environ: Mapping[str, str] = os.environ) -> Path:
     return Path(environ.get("HOME", "~")).expanduser() / ".local" / "state" / "asyncai"
 
 
+def claude_config_dir() -> Path:
+    """Claude Code's directory (sessions, skills): ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    configured = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(configured).expanduser() if configured else Path("~/.claude").expanduser()
+
+
 def write_private(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` in one step (a reader never sees half a file, nor a crash an
     empty one), mode 0600 in a 0700 directory; ``OSError`` when it cannot be written."""

@@ -150,7 +150,10 @@ async def test_a_scope_running_a_snippet_is_not_parked_and_idle_ones_are(fake: F
         await release.wait()
         return "released"
 
-    async with CodeMode([fake, FunctionTools([held])], TEST_LIMITS, sandbox=sandbox) as code_mode:
+    # Not speculated: held() must start from the snippet, once busy holds its worker (a read-only
+    # call with literal arguments would start while the worker is still being readied).
+    tools = [fake, FunctionTools([held])]
+    async with CodeMode(tools, TEST_LIMITS, sandbox=sandbox, speculate=False) as code_mode:
         busy = code_mode.scopes.get("busy")
         running = asyncio.create_task(run(busy, "mine = 'busy'\nawait held()\nmine"))
         await started.wait()

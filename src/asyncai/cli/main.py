@@ -20,6 +20,7 @@ from asyncai.cli import (
     run_code_command,
     serve_command,
     sessions_command,
+    skills_command,
     terminal,
     tools_command,
 )
@@ -43,6 +44,7 @@ SUBCOMMANDS: dict[str, Command] = {
     "tools": tools_command.run,
     "run-code": run_code_command.run,
     "sessions": sessions_command.run,
+    "skills": skills_command.run,
     "serve-mcp": serve_command.run,
     "mcp": mcp_command.run,
 }
@@ -56,11 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     agent_command.add_arguments(parser)
     subparsers = parser.add_subparsers(
-        dest="command", metavar="{tools,run-code,sessions,serve-mcp,mcp}", action=MergingSubParsers
+        dest="command", metavar="{tools,run-code,sessions,skills,serve-mcp,mcp}", action=MergingSubParsers
     )
     tools_command.add_parser(subparsers)
     run_code_command.add_parser(subparsers)
     sessions_command.add_parser(subparsers)
+    skills_command.add_parser(subparsers)
     serve_command.add_parser(subparsers)
     mcp_command.add_parser(subparsers)
     for subparser in subcommands(parser).values():

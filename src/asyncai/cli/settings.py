@@ -451,7 +451,7 @@ def server_requests(settings: Settings, person: Person | None = None) -> ServerR
 def skill_directories(settings: Settings) -> list[Path]:
     """Where skills are read from, as Claude Code reads them (``.claude/skills`` in the working
     directory, then ``~/.claude/skills``), then each ``--skills DIR``."""
-    from asyncai.transcripts.paths import claude_config_dir
+    from asyncai.files import claude_config_dir
 
     named = [Path(directory).expanduser() for directory in settings.texts("skills")]
     for directory in named:

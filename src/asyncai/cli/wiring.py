@@ -100,6 +100,8 @@ async def code_mode_executor(
         from asyncai.code_mode import CodeMode  # pydantic-monty and the engine: only to run code
         from asyncai.code_mode.catalog.observed import SHAPES_FILE, ObservedShapes
         from asyncai.code_mode.engine.clock import every_clock_paused
+        from asyncai.skills.skillset import SkillSet
+        from asyncai.skills.sources import DirectorySkills, saved_skills_dir
         from asyncai.state.stores import default_state_dir
 
         # A snippet's wall clock stops while a person answers what a server asked, as for approvals.
@@ -120,7 +122,10 @@ async def code_mode_executor(
             speculate=not settings.switch("no_speculate"),
             speculate_tools=settings.texts("speculate"),
             trace_content=settings.switch("trace_content"),
-            skills=skill_directories(settings),
+            skills=SkillSet(
+                [DirectorySkills(directory) for directory in skill_directories(settings)],
+                saving=DirectorySkills(saved_skills_dir(), "saved"),
+            ),
         )
         try:
             await executor.refresh_skills()

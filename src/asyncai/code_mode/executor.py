@@ -16,7 +16,7 @@ from asyncai.code_mode.catalog.description import run_code_definition
 from asyncai.code_mode.catalog.entries import build_catalog
 from asyncai.code_mode.catalog.observed import ObservedShapes
 from asyncai.code_mode.catalog.search import ToolFinder
-from asyncai.code_mode.catalog.skills import skills_section
+from asyncai.code_mode.catalog.skills import offered, skills_section
 from asyncai.code_mode.engine.scope import ReplScope
 from asyncai.code_mode.engine.setup import ScopeSetup
 from asyncai.code_mode.limits import CodeModeLimits
@@ -86,7 +86,7 @@ class CodeMode(ToolSource):
         self.observed_shapes = observed_shapes
         """Shapes learned from the results of tools without an output schema (``None``: none)."""
         inner_tools = self._with_observed_shapes(inner.tools())
-        self.catalog = build_catalog(inner_tools, skills=self._skills_offered)
+        self.catalog = build_catalog(inner_tools, skills=offered(self.skills))
         self.sandbox = open_sandbox(sandbox or SandboxConfig(), self.limits)
         self._setup = ScopeSetup(
             run_code=self._definition(inner_tools),
@@ -140,7 +140,7 @@ class CodeMode(ToolSource):
             self.limits.max_result_chars,
             self.limits.catalog_budget,
         )
-        if self.skills is not None and self._skills_offered:
+        if self.skills is not None and offered(self.skills):
             description = f"{definition.description}\n\n{skills_section(self.skills)}"
             definition = dataclasses.replace(definition, description=description)
         # The backend runs a model's call to a catalog function by its own name as a snippet.
@@ -158,11 +158,6 @@ class CodeMode(ToolSource):
             for tool in tools
         ]
 
-    @property
-    def _skills_offered(self) -> bool:
-        """Snippets get the skill functions once there is a skill to read."""
-        return self.skills is not None and bool(self.skills.entries())
-
     async def _inner_tools_changed(self) -> None:
         """A wrapped server's tools changed: a new catalog and description for every scope."""
         if self._closed:
@@ -171,7 +166,7 @@ class CodeMode(ToolSource):
 
     async def _catalog_changed(self) -> None:
         inner_tools = self._with_observed_shapes(self.inner.tools())
-        self.catalog = build_catalog(inner_tools, skills=self._skills_offered)
+        self.catalog = build_catalog(inner_tools, skills=offered(self.skills))
         self._setup.catalog = self.catalog
         self._setup.finder = ToolFinder(self.catalog)
         self._setup.run_code = self._definition(inner_tools)
@@ -191,9 +186,9 @@ class CodeMode(ToolSource):
         self.check_open()
         if self.skills is None:
             return
-        offered = self._skills_offered
+        before = offered(self.skills)
         await self.skills.refresh()
-        if offered or self._skills_offered:  # no skills before or now: nothing changed
+        if before or offered(self.skills):  # no skill functions before or now: nothing changed
             await self._catalog_changed()
 
     async def __aexit__(self, *exc: object) -> None:

@@ -128,3 +128,25 @@ def defined_functions(source: str) -> list[str]:
             returns = f" -> {ast.unparse(node.returns)}" if node.returns is not None else ""
             signatures.append(f"{prefix} {node.name}({ast.unparse(node.args)}){returns}")
     return signatures
+
+
+def saved_skill_files(name: str, description: str, functions: Mapping[str, str]) -> dict[str, str]:
+    """The files of a skill the agent saves: a ``SKILL.md`` saying what it does and what it
+    defines, and ``scripts/<name>.py`` with the functions' source, ready for ``load_skill``."""
+    check_name(name, name)
+    if not description.strip():
+        raise SkillError("a skill needs a description: what it does and when to use it")
+    if not functions:
+        raise SkillError("a skill needs at least one function")
+    source = "\n\n".join(text.rstrip() + "\n" for text in functions.values())
+    frontmatter = yaml.safe_dump(
+        {"name": name, "description": " ".join(description.split()), "metadata": {"saved-by": "asyncai"}},
+        sort_keys=False,
+        allow_unicode=True,
+    )
+    listed = "\n".join(f"- `{signature}`" for signature in defined_functions(source))
+    body = (
+        f"{' '.join(description.split())}\n\n"
+        f'Load it with `await load_skill(name="{name}")`; it defines:\n\n{listed}\n'
+    )
+    return {SKILL_FILE: f"---\n{frontmatter}---\n\n{body}", f"scripts/{name.replace('-', '_')}.py": source}

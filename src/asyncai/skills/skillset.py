@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,8 +25,13 @@ class Found:
 
 
 class SkillSet:
-    def __init__(self, sources: Sequence[SkillSource]) -> None:
+    """``saving``: where the skills the agent saves go (also one of the sources it lists)."""
+
+    def __init__(self, sources: Sequence[SkillSource], saving: DirectorySkills | None = None) -> None:
         self.sources = list(sources)
+        self.saving = saving
+        if saving is not None and saving not in self.sources:
+            self.sources.append(saving)
         self._by_name: dict[str, Found] | None = None
 
     @property
@@ -84,6 +89,14 @@ class SkillSet:
     async def instructions(self, name: str) -> str:
         """The ``SKILL.md`` body: its instructions, without the frontmatter."""
         return split_skill_md(await self.text(name, SKILL_FILE))[1]
+
+    async def save(self, name: str, description: str, functions: Mapping[str, str]) -> Skill:
+        """Store a new skill (or replace a saved one of that name) and list the skills again."""
+        if self.saving is None:
+            raise SkillError("skills cannot be saved here: no directory for saved skills was given")
+        skill = await self.saving.save(name, description, functions)
+        await self.refresh()
+        return skill
 
     async def python_sources(self, name: str) -> list[tuple[str, str]]:
         """``(path, source)`` of each Python file ``load_skill`` runs, in order."""

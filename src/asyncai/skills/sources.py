@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -18,9 +22,17 @@ from asyncai.skills.skill import (
     check_name,
     check_size,
     file_digest,
+    saved_skill_files,
     split_skill_md,
     verified,
 )
+
+
+def saved_skills_dir() -> Path:
+    """Where the skills the agent saves go: ``$XDG_DATA_HOME/asyncai/skills`` (else
+    ``~/.local/share/asyncai/skills``)."""
+    data = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    return Path(data) / "asyncai" / "skills"
 
 
 class SkillSource(Protocol):
@@ -52,6 +64,38 @@ class DirectorySkills:
         skill.file(path)  # a path the manifest does not list is never opened
         data = await asyncio.to_thread((self.root / skill.name / path).read_bytes)
         return verified(skill, path, data)
+
+    async def save(self, name: str, description: str, functions: Mapping[str, str]) -> Skill:
+        """Write the skill ``name`` (replacing one of that name here) whose Python file holds
+        ``functions`` (name -> source); the skill as listed."""
+        files = saved_skill_files(name, description, functions)
+        await asyncio.to_thread(self._write, name, files)
+        return await asyncio.to_thread(self._skill, self.root / name)
+
+    async def remove(self, name: str) -> bool:
+        """Delete the skill ``name`` from here; False when there is none."""
+        directory = self.root / name
+        if not (directory / SKILL_FILE).is_file():
+            return False
+        await asyncio.to_thread(shutil.rmtree, directory)
+        return True
+
+    def _write(self, name: str, files: Mapping[str, str]) -> None:
+        """All files or none: written beside, then swapped in."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=self.root))
+        for path, text in files.items():
+            target = staging / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        final = self.root / name
+        old = None
+        if final.exists():
+            old = self.root / f".{name}-replaced-{os.getpid()}"
+            final.rename(old)
+        staging.rename(final)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
 
     def _scan(self) -> list[Skill]:
         try:

@@ -65,6 +65,8 @@ class SavedScope:
     variables: tuple[tuple[str, str, int], ...] = ()
     """``(name, type, size)`` of each name in the note: a process that takes the scope up tells
     the types the saving one saw, without probing names the next snippet does not touch."""
+    functions: tuple[tuple[str, str], ...] = ()
+    """``(name, source)`` of the functions its snippets defined (what ``save_skill`` stores)."""
 
 
 def monty_version() -> str:
@@ -82,6 +84,7 @@ def pack(saved: SavedScope) -> bytes:
         "preamble": saved.preamble,
         "paused_as": saved.paused_as,
         "variables": [list(variable) for variable in saved.variables],
+        "functions": [list(function) for function in saved.functions],
     }
     return MAGIC + json.dumps(header).encode() + b"\n" + saved.dump
 
@@ -111,6 +114,18 @@ def unpack(data: bytes) -> SavedScope:
         preamble if isinstance(preamble, str) else None,
         paused_as if isinstance(paused_as, str) else None,
         _variables(header.get("variables")),
+        _functions(header.get("functions")),
+    )
+
+
+def _functions(listed: object) -> tuple[tuple[str, str], ...]:
+    """The header's ``functions`` pairs that have the shape written (a malformed one is left out)."""
+    if not isinstance(listed, list):
+        return ()
+    return tuple(
+        (row[0], row[1])
+        for row in listed
+        if isinstance(row, list) and len(row) == 2 and isinstance(row[0], str) and isinstance(row[1], str)
     )
 
 

@@ -1,9 +1,9 @@
 """Sessions recorded as Claude Code transcripts: where they live, how records are made, how a
 transcript is read back and resumed, and which sessions a directory has."""
 
+from asyncai.files import claude_config_dir
 from asyncai.transcripts.listing import SessionInfo, list_sessions, newest_session
 from asyncai.transcripts.paths import (
-    claude_config_dir,
     find_session,
     is_session_id,
     project_dir,

@@ -9,21 +9,16 @@ the whole path (the official Agent SDK's ``_sanitize_path``, which mirrors the C
 from __future__ import annotations
 
 import glob
-import os
 import re
 import unicodedata
 from pathlib import Path
+
+from asyncai.files import claude_config_dir
 
 MAX_SLUG_LENGTH = 200
 _NOT_ALPHANUMERIC = re.compile(r"[^a-zA-Z0-9]")
 _SESSION_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 _DIGITS36 = "0123456789abcdefghijklmnopqrstuvwxyz"
-
-
-def claude_config_dir() -> Path:
-    """``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
-    configured = os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(configured).expanduser() if configured else Path("~/.claude").expanduser()
 
 
 def is_session_id(text: str) -> bool:

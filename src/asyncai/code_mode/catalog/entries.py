@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from asyncai.code_mode.catalog.host_functions import HOST_FUNCTIONS
-from asyncai.code_mode.catalog.skills import SKILL_FUNCTIONS
 from asyncai.code_mode.catalog.stubs import inline_local_refs, parameter_names, sanitize_names
 from asyncai.tools.types import ToolDefinition
 
@@ -107,15 +106,16 @@ def _is_union(schema: dict[str, Any]) -> bool:
     return any(key in schema for key in ("anyOf", "oneOf", "allOf")) or isinstance(schema.get("type"), list)
 
 
-def build_catalog(tools: list[ToolDefinition], *, skills: bool = False) -> dict[str, CatalogEntry]:
+def build_catalog(
+    tools: list[ToolDefinition], *, skills: Mapping[str, ToolDefinition] | None = None
+) -> dict[str, CatalogEntry]:
     """Python name -> entry for every callable tool and asyncai's own functions (resources, search,
-    and with ``skills`` the skill functions, where no tool took their names)."""
+    and the ``skills`` functions offered, where no tool took their names)."""
     catalog = {py_name: _entry(tool) for py_name, tool in sanitize_names(callable_tools(tools)).items()}
     for name, tool in HOST_FUNCTIONS.items():
         catalog[name] = _entry(tool, host_function=True)
-    if skills:
-        for name, tool in SKILL_FUNCTIONS.items():
-            catalog.setdefault(name, _entry(tool, host_function=True))
+    for name, tool in (skills or {}).items():
+        catalog.setdefault(name, _entry(tool, host_function=True))
     return catalog
 
 

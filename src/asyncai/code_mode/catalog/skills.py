@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from asyncai.code_mode.catalog.stubs import render_stub
 from asyncai.code_mode.engine.crossing import Payload
-from asyncai.log import dumps_compact
+from asyncai.log import dumps_compact, log_event
 from asyncai.skills.skill import SkillError
 from asyncai.skills.skillset import SkillSet
 from asyncai.tools.types import ToolDefinition
@@ -73,7 +73,45 @@ LOAD_SKILL: Final = ToolDefinition(
     output_schema={"type": "array", "items": {"type": "string"}},
     read_only=True,
 )
-SKILL_FUNCTIONS: Final = {tool.name: tool for tool in (SKILLS, SKILL, SKILL_FILE_FUNCTION, LOAD_SKILL)}
+SAVE_SKILL: Final = ToolDefinition(
+    name="save_skill",
+    description=(
+        "Keep functions this REPL defined as a skill for later conversations: name (lowercase "
+        "letters, digits and hyphens), what it does and when to use it, and the functions by "
+        'name: await save_skill(name="order-total", description="...", functions=["total"]). '
+        "Returns the saved skill's name and files."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "description": {"type": "string"},
+            "functions": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["name", "description", "functions"],
+    },
+    output_schema={
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "files": {"type": "array", "items": {"type": "string"}}},
+    },
+    read_only=False,
+    destructive=False,
+)
+READING: Final = {tool.name: tool for tool in (SKILLS, SKILL, SKILL_FILE_FUNCTION, LOAD_SKILL)}
+SKILL_FUNCTIONS: Final = {**READING, SAVE_SKILL.name: SAVE_SKILL}
+
+
+def offered(skills: SkillSet | None) -> dict[str, ToolDefinition]:
+    """The skill functions snippets get: reading them once there is a skill, saving where skills
+    can be saved."""
+    if skills is None:
+        return {}
+    functions = dict(READING) if skills.entries() else {}
+    if skills.saving is not None:
+        functions[SAVE_SKILL.name] = SAVE_SKILL
+    return functions
+
+
 NOT_LITERAL: Final = (
     "load_skill needs the skill's name written as a string literal, "
     'e.g. await load_skill(name="report"): its code is defined before the snippet runs'
@@ -81,10 +119,15 @@ NOT_LITERAL: Final = (
 
 
 async def call_skill_function(
-    skills: SkillSet, definition: ToolDefinition, arguments: dict[str, Any], loaded: Mapping[str, Any]
+    skills: SkillSet,
+    definition: ToolDefinition,
+    arguments: dict[str, Any],
+    loaded: Mapping[str, Any],
+    functions: Mapping[str, str],
 ) -> Payload:
     """Answer a skill function; ``loaded`` is what the engine defined for each skill this snippet
-    loads (its signatures, or the error that stopped it). A failure raises ``RuntimeError``."""
+    loads (its signatures, or the error that stopped it), ``functions`` the source of each
+    function the REPL knows. A failure raises ``RuntimeError``."""
     try:
         await skills.ensure_loaded()
         name = str(arguments.get("name", ""))
@@ -94,10 +137,14 @@ async def call_skill_function(
             value = await skills.instructions(name)
         elif definition is SKILL_FILE_FUNCTION:
             value = await skills.text(name, str(arguments["path"]))
+        elif definition is SAVE_SKILL:
+            value = await _saved(skills, name, arguments, functions)
         else:
             value = _loaded(skills, name, loaded)
     except SkillError as exc:
         raise RuntimeError(str(exc)) from None
+    except OSError as exc:  # a skills directory that cannot be read or written
+        raise RuntimeError(f"skills: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from None
     return Payload("json", dumps_compact(value))
 
 
@@ -113,6 +160,21 @@ def _listing(skills: SkillSet, query: str) -> list[dict[str, Any]]:
         for name, skill in skills.entries()
         if all(word in f"{name} {skill.description}".lower() for word in words)
     ]
+
+
+async def _saved(
+    skills: SkillSet, name: str, arguments: Mapping[str, Any], functions: Mapping[str, str]
+) -> dict[str, Any]:
+    wanted = arguments.get("functions")
+    if not isinstance(wanted, list) or not all(isinstance(item, str) for item in wanted):
+        raise SkillError('functions must be a list of the functions\' names, e.g. functions=["total"]')
+    unknown = [item for item in wanted if item not in functions]
+    if unknown:
+        known = ", ".join(sorted(functions)) or "none yet"
+        raise SkillError(f"no function {unknown[0]!r} was defined by a snippet here (defined: {known})")
+    skill = await skills.save(name, str(arguments.get("description", "")), {f: functions[f] for f in wanted})
+    log_event("skills.saved", skill=skill.name, functions=wanted, origin=skill.origin)
+    return {"name": skill.name, "files": [entry.path for entry in skill.files]}
 
 
 def _loaded(skills: SkillSet, name: str, loaded: Mapping[str, Any]) -> list[str]:
@@ -132,9 +194,11 @@ SKILLS_LISTED_CHARS: Final = 2_000
 def skills_section(skills: SkillSet, budget: int = SKILLS_LISTED_CHARS) -> str:
     """The description's part on skills: the functions' stubs, then each skill (name:
     description) within ``budget`` characters."""
-    stubs = "\n\n".join(render_stub(name, tool) for name, tool in SKILL_FUNCTIONS.items())
+    stubs = "\n\n".join(render_stub(name, tool) for name, tool in offered(skills).items())
     head = "# Skills: instructions and code for tasks; read a skill's instructions before you use it"
     entries = skills.entries()
+    if not entries:
+        return f"{head}\n\n{stubs}"
     lines: list[str] = []
     used = 0
     for name, skill in entries:

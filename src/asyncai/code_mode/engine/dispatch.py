@@ -154,6 +154,8 @@ class SnippetDispatcher:
     ``SnippetRun``); a refusal raises ``PermissionError`` at the call."""
     skills: SkillSet | None = None
     loaded_skills: dict[str, list[str] | str] = field(default_factory=dict)
+    functions: Mapping[str, str] = field(default_factory=dict)
+    """The source of each function the REPL knows, this snippet's own included (``save_skill``)."""
     """What ``load_skill`` returns for each skill this snippet loads: the signatures its files
     defined, or why they could not be (``Runner`` fed them before the snippet)."""
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
@@ -201,17 +203,7 @@ class SnippetDispatcher:
             raise NameError(f"name '{py_name}' is not defined")
         arguments = validate_arguments(py_name, entry, args, kwargs)
         if entry.host_function:
-            if entry.tool.name in RESOURCE_FUNCTIONS:
-                found = await self._tracked(call_resource_function(self.inner, entry.tool, arguments))
-            elif entry.tool.name in SKILL_FUNCTIONS and self.skills is not None:
-                found = await self._tracked(
-                    call_skill_function(self.skills, entry.tool, arguments, self.loaded_skills)
-                )
-            elif self.finder is not None:
-                found = self.finder.answer(entry.tool, arguments)
-            else:
-                raise NameError(f"name '{py_name}' is not defined")
-            return found.as_host_reply()
+            return (await _host_function(self, entry, py_name, arguments)).as_host_reply()
         return await self._run_tool(entry, py_name, arguments)
 
     def held_call(self, call_id: int, py_name: Any, args: Any, kwargs: Any) -> HeldCall | None:
@@ -430,6 +422,27 @@ class SnippetDispatcher:
 
     def calls_report(self) -> str | None:
         return calls_report(self.calls)
+
+
+async def _host_function(
+    dispatcher: SnippetDispatcher, entry: CatalogEntry, py_name: str, arguments: dict[str, Any]
+) -> Payload:
+    """A function asyncai answers itself: resources, tool search, skills."""
+    tool = entry.tool
+    if tool.name in RESOURCE_FUNCTIONS:
+        return await dispatcher._tracked(call_resource_function(dispatcher.inner, tool, arguments))
+    if tool.name in SKILL_FUNCTIONS and dispatcher.skills is not None:
+        if tool.mutating and not dispatcher.gate.open:  # save_skill writes: the gate decides
+            approval = await dispatcher._approval(ApprovalRequest(tool.name, py_name, arguments))
+            if not approval.allowed:
+                raise PermissionError(f"{py_name}() was not run: {approval.reason}")
+        answer = call_skill_function(
+            dispatcher.skills, tool, arguments, dispatcher.loaded_skills, dispatcher.functions
+        )
+        return await dispatcher._tracked(answer)
+    if dispatcher.finder is not None:
+        return dispatcher.finder.answer(tool, arguments)
+    raise NameError(f"name '{py_name}' is not defined")
 
 
 def _budget_spent(limits: CodeModeLimits) -> RuntimeError:

@@ -41,6 +41,8 @@ class Written:
     """Where its last value was bound to ``_`` (``bind_last_value``), for tracebacks as written."""
     assigned: str | None = None
     """What its closing assignment assigned, when that is its value (``SnippetScan.assigned``)."""
+    functions: tuple[tuple[str, str], ...] = ()
+    """``(name, source)`` of each function it defines (``read.function_sources``)."""
 
 
 def outcome_text(

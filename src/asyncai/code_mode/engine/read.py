@@ -136,6 +136,20 @@ class SnippetScan:
     """Every node of ``tree``, breadth first, when it names a catalog function or ``gather``."""
 
 
+def function_sources(code: str, tree: ast.Module | None) -> tuple[tuple[str, str], ...]:
+    """``(name, source)`` of each top-level function ``code`` defines, decorators included: what
+    ``save_skill`` stores of a function the REPL knows."""
+    if tree is None:
+        return ()
+    lines = code.splitlines(keepends=True)
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None:
+            start = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
+            found.append((node.name, "".join(lines[start - 1 : node.end_lineno]).rstrip() + "\n"))
+    return tuple(found)
+
+
 def assigned_value(statement: ast.stmt) -> str | None:
     """The expression of what ``statement`` assigns when it is an assignment to plain names (the
     first target of ``a = b = v``; a flat tuple or list of names as a tuple), else ``None``."""

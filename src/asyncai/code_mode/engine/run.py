@@ -212,7 +212,7 @@ class Runner:
             return error_result(
                 f"RuntimeError: {exc}", self.limits, state_reset=True, report=dispatcher.calls_report()
             )
-        scope.known.remember(written.bound)
+        scope.known.remember(written.bound, written.functions)
         if dispatcher.exhausted is not None:
             return error_result(dispatcher.exhausted, self.limits, report=dispatcher.calls_report())
         await self._refresh_note(worker)
@@ -319,7 +319,9 @@ class Runner:
             # After a heap overrun the worker keeps its failed allocations counted: start afresh.
             await scope.reset(discard=True)
             return error_result(text, self.limits, state_reset=True, report=report)
-        scope.known.remember(written.bound)  # a feed is not transactional: names before the error stay bound
+        scope.known.remember(
+            written.bound, written.functions
+        )  # a feed is not transactional: names stay bound
         await self._refresh_note(worker)  # so the note says which of them the snippet got to
         stopped = last.startswith("TimeoutError")  # the execution time limit
         return error_result(text, self.limits, report=report if stopped else None)

@@ -47,7 +47,7 @@ class SavedCopy:
             log_event("state.discarded", logging.WARNING, session=key, reason=str(exc))
             return "discarded"
         scope.dump, scope.paused_as = saved.dump, saved.paused_as
-        scope.known.take_up(saved.bound, saved.variables, saved.note)
+        scope.known.take_up(saved.bound, saved.variables, saved.note, saved.functions)
         # The dump holds the saving process's helpers and wrappers: unless they are this process's
         # own, this process's replace them.
         same = saved.preamble is not None and saved.preamble == scope.setup.preamble()[1]
@@ -123,7 +123,13 @@ class SavedCopy:
                     preamble = scope.setup.preamble()[1] if current else None
                     known = scope.known
                     saved = SavedScope(
-                        dump, known.note, tuple(known.bound), preamble, scope.paused_as, known.rows()
+                        dump,
+                        known.note,
+                        tuple(known.bound),
+                        preamble,
+                        scope.paused_as,
+                        known.rows(),
+                        tuple(known.functions.items()),
                     )
                     self.stamp = await store.save(key, pack(saved))
         except Exception as exc:

@@ -13,7 +13,7 @@ from asyncai.code_mode.engine.dispatch import SnippetDispatcher
 from asyncai.code_mode.engine.finish import error_text
 from asyncai.code_mode.engine.plan import refusal
 from asyncai.code_mode.engine.preamble import HOST_CALL
-from asyncai.code_mode.engine.read import SnippetScan, literal_calls_in, scan_snippet
+from asyncai.code_mode.engine.read import SnippetScan, function_sources, literal_calls_in, scan_snippet
 from asyncai.code_mode.engine.setup import Repl
 from asyncai.code_mode.sandbox.interface import SnippetRaised, Worker
 from asyncai.humanize import one_line
@@ -68,6 +68,6 @@ async def _feed_skill(
             )
         except (pm.MontyError, SnippetRaised) as exc:
             return f"skill {name!r}: {path} does not run in the sandbox: {one_line(error_text(exc), 600)}"
-        repl.known.remember(scan.bound)
+        repl.known.remember(scan.bound, function_sources(source, scan.tree))
         signatures += defined_functions(source)
     return signatures

@@ -35,6 +35,7 @@ from asyncai.code_mode.engine.plan import (
 )
 from asyncai.code_mode.engine.read import (
     SnippetScan,
+    function_sources,
     literal_calls,
     literal_calls_in,
     scan_snippet,
@@ -279,7 +280,9 @@ class SnippetRun:
         check = type_check_wanted(numbered, scan, self.scope.setup.catalog, self.scope.checked_snippets)
         started = asyncio.get_running_loop().time() - self._spent
         unvalued = dataclasses.replace(scan, value_at=None, assigned=None)
-        outcome = await self.runner.run(numbered, unvalued, check, Written(scan.bound, False), started, False)
+        functions = function_sources(statement.source, scan.tree) if scan.defined else ()
+        written = Written(scan.bound, False, functions=functions)
+        outcome = await self.runner.run(numbered, unvalued, check, written, started, False)
         assert isinstance(outcome, RunCodeText)  # a feed that does not pause
         return outcome
 
@@ -328,7 +331,9 @@ class SnippetRun:
         check = type_check_wanted(code, scan, setup.catalog, scope.checked_snippets)
         if not check:  # a snippet the check may stop calls nothing before it: "no tool was called"
             self._speculate_whole(scan)
-        written = Written(scan.bound, scan.value_at is not None, scan.value_at, scan.assigned)
+        functions = function_sources(code, scan.tree) if scan.defined else ()
+        written = Written(scan.bound, scan.value_at is not None, scan.value_at, scan.assigned, functions)
+        self.dispatcher.functions = {**scope.known.functions, **dict(functions)}  # what save_skill can keep
         return await self.runner.run(code, scan, check, written, started, self.pausing)
 
     def _speculate_whole(self, scan: SnippetScan) -> None:

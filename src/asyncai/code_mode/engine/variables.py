@@ -101,6 +101,8 @@ class KnownVariables:
         self.bound: dict[str, None] = {}
         self.variables: list[BoundVariable] = []
         self.note: str | None = None
+        self.functions: dict[str, str] = {}
+        """The source of each function the REPL's snippets (and loaded skills) defined, by name."""
 
     def listed(self) -> list[BoundVariable]:
         """As of the last snippet (names only for a restored REPL not yet run)."""
@@ -108,23 +110,34 @@ class KnownVariables:
             return list(self.variables)
         return [BoundVariable(name, "?") for name in reversed(self.bound)]
 
-    def remember(self, bound: tuple[str, ...]) -> None:
+    def remember(self, bound: tuple[str, ...], functions: tuple[tuple[str, str], ...] = ()) -> None:
+        """A snippet bound ``bound``, defining ``functions`` (a name bound otherwise is no
+        longer the function it was)."""
         for name in note_candidates(list(bound)):
             self.bound.pop(name, None)
             self.bound[name] = None
+        for name in bound:
+            self.functions.pop(name, None)
+        self.functions.update(functions)
 
     def forget(self) -> None:
         self.bound.clear()
         self.variables = []
         self.note = None
+        self.functions = {}
 
     def take_up(
-        self, bound: tuple[str, ...], rows: tuple[tuple[str, str, int], ...], note: str | None
+        self,
+        bound: tuple[str, ...],
+        rows: tuple[tuple[str, str, int], ...],
+        note: str | None,
+        functions: tuple[tuple[str, str], ...] = (),
     ) -> None:
         """What a saved REPL knew (``state.stores.SavedScope``)."""
         self.bound = dict.fromkeys(bound)
         self.variables = [BoundVariable(*row) for row in rows]
         self.note = note
+        self.functions = dict(functions)
 
     def rows(self) -> tuple[tuple[str, str, int], ...]:
         return tuple((v.name, v.type_name, v.size) for v in self.variables)

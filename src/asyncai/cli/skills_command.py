@@ -1,0 +1,82 @@
+"""``asyncai skills``: the skills snippets can load, where each comes from; ``show NAME`` prints one,
+``rm NAME`` removes one the agent saved."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, TextIO
+
+from asyncai.cli.settings import Settings, UsageError, skill_directories
+
+if TYPE_CHECKING:
+    from asyncai.skills.skillset import SkillSet
+
+HEADER = ("NAME", "ORIGIN", "DESCRIPTION")
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "skills",
+        help="list the skills, show one, or remove one the agent saved",
+        description="Lists the skills snippets can load (.claude/skills here and in ~/.claude, each "
+        "--skills DIR, and those the agent saved); `show NAME` prints one, `rm NAME` removes a saved one.",
+    )
+    parser.add_argument("skills_action", metavar="list|show|rm", nargs="?", help="what to do (list)")
+    parser.add_argument("skills_name", metavar="NAME", nargs="?", help="the skill (show, rm)")
+    parser.add_argument("--skills", action="append", metavar="DIR", help="a directory of skills (repeatable)")
+
+
+def skill_set(settings: Settings) -> SkillSet:
+    """The skills the agent and ``run-code`` read, the saved ones included (``wiring``)."""
+    from asyncai.skills.skillset import SkillSet
+    from asyncai.skills.sources import DirectorySkills, saved_skills_dir
+
+    sources = [DirectorySkills(directory) for directory in skill_directories(settings)]
+    return SkillSet(sources, saving=DirectorySkills(saved_skills_dir(), "saved"))
+
+
+def render(skills: SkillSet) -> str:
+    rows = [HEADER] + [
+        (name, skill.origin, " ".join(skill.description.split())) for name, skill in skills.entries()
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(2)]
+    return "\n".join(
+        f"{row[0].ljust(widths[0])}  {row[1].ljust(widths[1])}  {row[2]}".rstrip() for row in rows
+    )
+
+
+async def run(settings: Settings, out: TextIO = sys.stdout) -> int:
+    from asyncai.skills.skill import SKILL_FILE, SkillError
+
+    action, name = settings.text("skills_action") or "list", settings.text("skills_name")
+    if action not in ("list", "show", "rm"):
+        raise UsageError(f"asyncai skills: {action!r} is not list, show or rm")
+    if action != "list" and not name:
+        raise UsageError(f"asyncai skills {action} needs the skill's name")
+    skills = skill_set(settings)
+    await skills.refresh()
+    if action == "list":
+        print(
+            render(skills)
+            if skills.entries()
+            else "no skills (see `asyncai skills --help` for where they are read)",
+            file=out,
+        )
+        return 0
+    assert name is not None
+    try:
+        found = skills.find(name)
+        if action == "show":
+            print(await skills.text(name, SKILL_FILE), end="", file=out)
+            print(f"\n[{found.skill.origin}: {', '.join(f.path for f in found.skill.files)}]", file=out)
+            return 0
+        if found.source is not skills.saving or skills.saving is None:
+            raise SkillError(
+                f"skill {name!r} is {found.skill.origin}, not one the agent saved: remove it yourself"
+            )
+        await skills.saving.remove(found.skill.name)
+    except SkillError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"removed {name}", file=out)
+    return 0

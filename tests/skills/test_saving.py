@@ -1,0 +1,126 @@
+"""Skills the agent writes (issue 37): ``save_skill`` keeps functions a snippet defined, with their
+source as the REPL got it, as a skill any later process loads; saving is a write the mutation
+policy decides."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import asyncai
+from asyncai.code_mode.engine.read import function_sources, scan_snippet
+from asyncai.code_mode.engine.variables import KnownVariables
+from asyncai.skills.skill import SkillError, saved_skill_files, split_skill_md
+from asyncai.state.stores import SavedScope, pack, unpack
+from tests.cli.conftest import asyncai as run_asyncai
+from tests.third_party import pypi_server
+
+TIME_SERVER = "time=" + pypi_server("mcp-server-time", "--local-timezone", "UTC")
+DEFINE_AND_SAVE = """
+async def utc_hour() -> int:
+    now = await get_current_time(timezone="UTC")
+    return int(now["datetime"][11:13])
+
+
+await save_skill(name="utc-clock", description="The hour in UTC.", functions=["utc_hour"])
+"""
+
+
+def test_a_skill_saved_in_one_process_loads_in_another(tmp_path: Path) -> None:
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    saved = run_asyncai("run-code", "--mcp-stdio", TIME_SERVER, "-c", DEFINE_AND_SAVE, env=env, cwd=tmp_path)
+    assert saved.status == 0, saved.stderr
+    assert json.loads(saved.stdout.splitlines()[0]) == {
+        "name": "utc-clock",
+        "files": ["SKILL.md", "scripts/utc_clock.py"],
+    }
+    skill_md = (tmp_path / "data" / "asyncai" / "skills" / "utc-clock" / "SKILL.md").read_text()
+    assert split_skill_md(skill_md)[0]["description"] == "The hour in UTC."
+    used = run_asyncai(
+        "run-code", "--mcp-stdio", TIME_SERVER, "-c",
+        'await load_skill(name="utc-clock")\nh = await utc_hour()\n[0 <= h < 24, (await skills())[0]["origin"]]',
+        env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert used.status == 0, used.stderr
+    assert json.loads(used.stdout.splitlines()[0]) == [True, "saved"]
+
+
+def test_mutations_deny_refuses_save_skill(tmp_path: Path) -> None:
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    result = run_asyncai(
+        "run-code", "--mcp-stdio", TIME_SERVER, "--mutations", "deny", "-c", DEFINE_AND_SAVE, env=env, cwd=tmp_path
+    )  # fmt: skip
+    assert "PermissionError: save_skill() was not run: mutating calls are denied" in result.stdout
+    assert not (tmp_path / "data" / "asyncai" / "skills" / "utc-clock").exists()
+
+
+@pytest.mark.anyio
+async def test_save_skill_keeps_only_functions_the_repl_defined(tmp_path: Path) -> None:
+    skills = asyncai.SkillSet([], saving=asyncai.DirectorySkills(tmp_path, "saved"))
+    async with asyncai.CodeMode(asyncai.FunctionTools([]), skills=skills) as code_mode:
+        assert "async def save_skill(" in code_mode.tools()[0].description
+        await code_mode.call_tool("run_code", {"code": "def f():\n    return 1"})
+        await code_mode.call_tool("run_code", {"code": "f = 3"})  # no longer the function
+        out = await code_mode.call_tool(
+            "run_code", {"code": 'await save_skill(name="x", description="d", functions=["f"])'}
+        )
+        assert (
+            out.is_error
+            and "no function 'f' was defined by a snippet here (defined: none yet)" in out.content
+        )
+        out = await code_mode.call_tool(
+            "run_code",
+            {
+                "code": 'def g():\n    return 2\nawait save_skill(name="Bad", description="d", functions=["g"])'
+            },
+        )
+        assert out.is_error and "lowercase letters" in out.content
+        out = await code_mode.call_tool(
+            "run_code", {"code": 'await save_skill(name="gee", description="Two.", functions=["g"])'}
+        )
+        assert not out.is_error, out.content
+        await code_mode.refresh_skills()
+        assert "- gee: Two." in code_mode.tools()[0].description
+    assert (tmp_path / "gee" / "scripts" / "gee.py").read_text() == "def g():\n    return 2\n"
+
+
+def test_the_source_of_each_function_a_snippet_defines() -> None:
+    code = "import json\n\n@decorate\ndef f(x):\n    return x\n\nasync def g() -> None:\n    pass\ny = 1\n"
+    assert function_sources(code, scan_snippet(code).tree) == (
+        ("f", "@decorate\ndef f(x):\n    return x\n"),
+        ("g", "async def g() -> None:\n    pass\n"),
+    )
+
+
+def test_a_name_bound_again_is_no_longer_the_function_it_was() -> None:
+    known = KnownVariables()
+    known.remember(("f", "g"), (("f", "def f(): pass\n"), ("g", "def g(): pass\n")))
+    known.remember(("f",))
+    assert known.functions == {"g": "def g(): pass\n"}
+    known.forget()
+    assert known.functions == {}
+
+
+def test_a_saved_repl_keeps_its_functions_sources() -> None:
+    saved = SavedScope(b"dump", functions=(("f", "def f():\n    return 1\n"),))
+    assert unpack(pack(saved)).functions == saved.functions
+
+
+def test_a_saved_skill_is_what_load_skill_reads() -> None:
+    files = saved_skill_files(
+        "order-total", "Total an order.\n Twice.", {"total": "async def total(items):\n    return 1"}
+    )
+    frontmatter, body = split_skill_md(files["SKILL.md"])
+    assert frontmatter == {
+        "name": "order-total",
+        "description": "Total an order. Twice.",
+        "metadata": {"saved-by": "asyncai"},
+    }
+    assert "- `async def total(items)`" in body
+    assert files["scripts/order_total.py"] == "async def total(items):\n    return 1\n"
+    with pytest.raises(SkillError, match="needs a description"):
+        saved_skill_files("x", " ", {"f": "def f(): pass"})
+    with pytest.raises(SkillError, match="at least one function"):
+        saved_skill_files("x", "d", {})
