@@ -20,6 +20,11 @@ async def test_each_directory_with_a_skill_md_is_a_skill_listed_with_its_files(t
         tmp_path, "report", "Weekly report", "# Steps\n", {"scripts/make.py": "def make():\n    pass\n"}
     )
     (tmp_path / "report" / ".hidden").write_text("editor state")
+    (tmp_path / "secret").write_text("host file")
+    (tmp_path / "report" / "linked.md").symlink_to(tmp_path / "secret")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "key.txt").write_text("host file")
+    (tmp_path / "report" / "linked-dir").symlink_to(tmp_path / "elsewhere")
     (tmp_path / "not-a-skill").mkdir()
     [skill] = await DirectorySkills(tmp_path).skills()
     assert (skill.name, skill.description, skill.origin, skill.uri) == (
@@ -29,7 +34,7 @@ async def test_each_directory_with_a_skill_md_is_a_skill_listed_with_its_files(t
         "skill://report/SKILL.md",
     )
     assert [f.path for f in skill.files] == ["SKILL.md", "scripts/make.py"], (
-        "hidden files are not the skill's"
+        "hidden files and links are not the skill's"
     )
     assert skill.files[1].size == len("def make():\n    pass\n")
 

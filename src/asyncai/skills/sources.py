@@ -114,10 +114,16 @@ class DirectorySkills:
 
     def _skill(self, directory: Path) -> Skill:
         files = []
+        real = directory.resolve()
         for path in sorted(directory.rglob("*")):
-            if path.is_file() and not any(part.startswith(".") for part in path.relative_to(directory).parts):
-                data = path.read_bytes()
-                files.append(SkillFile(path.relative_to(directory).as_posix(), len(data), file_digest(data)))
+            inside = path.relative_to(directory).parts
+            # A link could lead anywhere on the host: a skill is the files in its own directory.
+            if not path.is_file() or any(part.startswith(".") for part in inside):
+                continue
+            if path.is_symlink() or not path.resolve().is_relative_to(real):
+                continue
+            data = path.read_bytes()
+            files.append(SkillFile(path.relative_to(directory).as_posix(), len(data), file_digest(data)))
         frontmatter, _ = split_skill_md((directory / SKILL_FILE).read_text(encoding="utf-8"))
         name = str(frontmatter["name"])
         check_name(name, directory.name)

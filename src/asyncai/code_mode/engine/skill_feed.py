@@ -33,7 +33,8 @@ async def feed_skills(
     if skills is None or scan.nodes is None:
         return
     calls = literal_calls_in(scan.nodes, repl.setup.catalog, lambda entry: entry.tool is LOAD_SKILL)
-    for name in dict.fromkeys(str(call.keywords.get("name")) for call in calls):
+    names = (call.keywords.get("name") for call in calls)
+    for name in dict.fromkeys(name for name in names if isinstance(name, str)):
         dispatcher.loaded_skills[name] = await _feed_skill(repl, worker, skills, name, dispatcher, unread)
 
 
