@@ -44,6 +44,7 @@ PUBLIC = {
     "SkillSet",
     "SkillSource",
     "DirectorySkills",
+    "ServerSkills",
     "StateStore",
     "StdioServerSpec",
     "ToolCallOutput",

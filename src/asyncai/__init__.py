@@ -66,6 +66,7 @@ _EXPORTS = {
     "SkillSet": "skills.skillset",
     "SkillSource": "skills.sources",
     "DirectorySkills": "skills.sources",
+    "ServerSkills": "skills.servers",
     # What a run is doing
     "Activity": "activity",
     "NestedCall": "activity",
@@ -81,6 +82,7 @@ if TYPE_CHECKING:
     from asyncai.code_mode.limits import CodeModeLimits
     from asyncai.code_mode.sandbox.config import SandboxConfig, SandboxConfigError
     from asyncai.code_mode.scopes import ReplScopes, ScopeUse
+    from asyncai.skills.servers import ServerSkills
     from asyncai.skills.skill import Skill, SkillError
     from asyncai.skills.skillset import SkillSet
     from asyncai.skills.sources import DirectorySkills, SkillSource
@@ -141,6 +143,7 @@ __all__ = [
     "SandboxConfigError",
     "ScopeUse",
     "ServerRequests",
+    "ServerSkills",
     "ServerStartError",
     "Skill",
     "SkillError",

@@ -100,6 +100,7 @@ async def code_mode_executor(
         from asyncai.code_mode import CodeMode  # pydantic-monty and the engine: only to run code
         from asyncai.code_mode.catalog.observed import SHAPES_FILE, ObservedShapes
         from asyncai.code_mode.engine.clock import every_clock_paused
+        from asyncai.skills.servers import skill_sources
         from asyncai.skills.skillset import SkillSet
         from asyncai.skills.sources import DirectorySkills, saved_skills_dir
         from asyncai.state.stores import default_state_dir
@@ -123,7 +124,10 @@ async def code_mode_executor(
             speculate_tools=settings.texts("speculate"),
             trace_content=settings.switch("trace_content"),
             skills=SkillSet(
-                [DirectorySkills(directory) for directory in skill_directories(settings)],
+                [
+                    *(DirectorySkills(directory) for directory in skill_directories(settings)),
+                    *skill_sources(inner.connections),
+                ],
                 saving=DirectorySkills(saved_skills_dir(), "saved"),
             ),
         )

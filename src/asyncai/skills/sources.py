@@ -63,7 +63,13 @@ class DirectorySkills:
     async def read(self, skill: Skill, path: str) -> bytes:
         skill.file(path)  # a path the manifest does not list is never opened
         data = await asyncio.to_thread((self.root / skill.name / path).read_bytes)
-        return verified(skill, path, data)
+        try:
+            return verified(skill, path, data)
+        except SkillError as exc:
+            log_event(
+                "skills.refused", logging.WARNING, directory=str(self.root), skill=skill.name, reason=str(exc)
+            )
+            raise
 
     async def save(self, name: str, description: str, functions: Mapping[str, str]) -> Skill:
         """Write the skill ``name`` (replacing one of that name here) whose Python file holds

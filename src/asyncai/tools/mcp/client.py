@@ -34,6 +34,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel, ConfigDict
 
 from asyncai.arguments import check_choice, check_flag, check_instance, check_number, refusal
 from asyncai.humanize import count, seconds
@@ -128,6 +129,15 @@ def _first_leaf(exc: BaseException) -> BaseException:
     return leaves[0]
 
 
+SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
+
+
+class _AnyResult(BaseModel):
+    """An extension method's result, every field kept (its shape is the caller's to check)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
 def _describe(exc: BaseException) -> str:
     leaf = _first_leaf(exc)
     sign_in = sign_in_failure(leaf)
@@ -203,6 +213,23 @@ class McpConnection(ToolSource):
     @property
     def has_prompts(self) -> bool:
         return self.capabilities is not None and self.capabilities.prompts is not None
+
+    @property
+    def offers_skills(self) -> bool:
+        """The server declared SEP-2640's skills extension (``skills/list``, ``skills/get``)."""
+        extensions = self.capabilities.extensions if self.capabilities is not None else None
+        return bool(extensions) and SKILLS_EXTENSION in (extensions or {})
+
+    async def extension_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One request of an extension's method (the SDK types only the spec's); its result as a
+        dict, every failure a one-line ``ResourceError``."""
+
+        async def send(client: Client) -> dict[str, Any]:
+            request = mt.Request[Any, Any](method=method, params=params)
+            result = await client.session.send_request(request, _AnyResult)
+            return dict(result.model_extra or {})
+
+        return await self._request(method, send)
 
     async def start(self, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
         self._ready = asyncio.get_running_loop().create_future()
