@@ -73,7 +73,10 @@ class Skills(Extension):
     identifier = "io.modelcontextprotocol/skills"
 
     def methods(self) -> list[MethodBinding]:
-        return [MethodBinding("skills/list", ListParams, self.list), MethodBinding("skills/get", GetParams, self.get)]
+        return [
+            MethodBinding("skills/list", ListParams, self.list),
+            MethodBinding("skills/get", GetParams, self.get),
+        ]
 
     async def list(self, ctx: ServerRequestContext[Any, Any], params: ListParams) -> dict[str, Any]:
         uris = list(SKILLS)

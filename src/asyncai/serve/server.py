@@ -55,6 +55,7 @@ from asyncai.serve.live import LiveRun, LiveRuns, looks_like_live_id
 from asyncai.serve.pauses import PausedSnippets, RequestStateSealing
 from asyncai.serve.progress import RunProgress, notifying
 from asyncai.serve.shared import SessionBusy, SharedSessions, state_key
+from asyncai.serve.skills import serve_skills
 from asyncai.serve.tasks import TaskRunner, TasksExtension
 from asyncai.tools.mcp.results import mcp_result, mcp_tool
 from asyncai.tools.types import ToolCallOutput
@@ -206,6 +207,8 @@ class CodeModeServer:
         apply_extension(
             self.server, TasksExtension(self.tasks, [RUN_CODE], self._run_task, _caller), self._call_tool
         )
+        if executor.skills is not None:
+            serve_skills(self.server, executor.skills)
         # The request state of a paused snippet is sealed, bound to its caller, and checked on retry.
         self.server.middleware.append(RequestStateSealing(self.pauses, _caller))
 

@@ -1,0 +1,119 @@
+"""``serve-mcp`` serves the skills it knows (local and saved) over SEP-2640: it declares
+``io.modelcontextprotocol/skills`` and answers ``skills/list``, ``skills/get``, ``resources/list``
+and ``resources/read``, so Claude Code and other MCP clients get the skills asyncai's agents wrote.
+
+Each file is the resource ``skill://<name>/<path>`` (``skill://<origin>/<name>/...`` for a name two
+origins share); skills that came from another MCP server are that server's to serve, not ours."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import mcp.types as mt
+from mcp import MCPError
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+
+from asyncai.skills.skill import SKILL_FILE, Skill, SkillError
+from asyncai.skills.skillset import Found, SkillSet
+from asyncai.skills.sources import DirectorySkills
+
+SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
+TTL_MS = 0
+"""The listing may change at any time (``save_skill``): clients are told to hold it no longer."""
+
+
+class ListSkillsParams(mt.RequestParams):
+    cursor: str | None = None
+
+
+class GetSkillParams(mt.RequestParams):
+    uri: str
+
+
+class ServedSkills:
+    def __init__(self, skills: SkillSet) -> None:
+        self.skills = skills
+
+    def served(self) -> dict[str, Found]:
+        """The skills served, by the root URI of each (``skill://<name>``)."""
+        served = {}
+        for name, _ in self.skills.entries():
+            found = self.skills.find(name)
+            if isinstance(found.source, DirectorySkills):
+                served[f"skill://{name.replace(':', '/')}"] = found
+        return served
+
+    async def list(self, ctx: ServerRequestContext[Any, Any], params: ListSkillsParams) -> dict[str, Any]:
+        await self.skills.refresh()  # saved ones change while it serves
+        entries = [entry(root, found.skill) for root, found in self.served().items()]
+        return {"skills": entries, "ttlMs": TTL_MS, "cacheScope": "private"}
+
+    async def get(self, ctx: ServerRequestContext[Any, Any], params: GetSkillParams) -> dict[str, Any]:
+        found = self.served().get(params.uri.removesuffix(f"/{SKILL_FILE}"))
+        if found is None or not params.uri.endswith(f"/{SKILL_FILE}"):
+            raise MCPError(mt.INVALID_PARAMS, f"no skill at {params.uri}")
+        root = params.uri.removesuffix(f"/{SKILL_FILE}")
+        return {"skill": entry(root, found.skill), "ttlMs": TTL_MS, "cacheScope": "private"}
+
+    async def list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListResourcesResult:
+        resources = [
+            mt.Resource(
+                uri=f"{root}/{file.path}",
+                name=found.skill.name if file.path == SKILL_FILE else file.path,
+                description=found.skill.description if file.path == SKILL_FILE else None,
+                mime_type="text/markdown" if file.path.endswith(".md") else None,
+                size=file.size,
+            )
+            for root, found in self.served().items()
+            for file in found.skill.files
+        ]
+        return mt.ListResourcesResult(resources=resources)
+
+    async def read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.ReadResourceRequestParams
+    ) -> mt.ReadResourceResult:
+        uri = str(params.uri)
+        for root, found in self.served().items():
+            if uri.startswith(f"{root}/"):
+                try:
+                    data = await found.source.read(found.skill, uri[len(root) + 1 :])
+                except SkillError as exc:
+                    raise MCPError(mt.INVALID_PARAMS, str(exc)) from None
+                return mt.ReadResourceResult(contents=[_contents(uri, data)])
+        raise MCPError(mt.INVALID_PARAMS, f"no resource {uri}")
+
+
+def entry(root: str, skill: Skill) -> dict[str, Any]:
+    """SEP-2640's ``Skill`` entry: the SKILL.md's URI, its frontmatter verbatim, every file."""
+    return {
+        "uri": f"{root}/{SKILL_FILE}",
+        "frontmatter": json.loads(json.dumps(dict(skill.frontmatter), default=str)),
+        "resources": [{"uri": f"{root}/{f.path}", "digest": f.digest, "size": f.size} for f in skill.files],
+    }
+
+
+def serve_skills(server: Server[Any], skills: SkillSet) -> bool:
+    """Offer ``skills`` on ``server`` when it has any of its own (then it declares the extension
+    and the resources capability it needs); whether it did."""
+    served = ServedSkills(skills)
+    if not served.served():
+        return False
+    server.extensions[SKILLS_EXTENSION] = {}
+    server.add_request_handler("skills/list", ListSkillsParams, served.list)
+    server.add_request_handler("skills/get", GetSkillParams, served.get)
+    server.add_request_handler("resources/list", mt.PaginatedRequestParams, served.list_resources)
+    server.add_request_handler("resources/read", mt.ReadResourceRequestParams, served.read_resource)
+    return True
+
+
+def _contents(uri: str, data: bytes) -> mt.TextResourceContents | mt.BlobResourceContents:
+    mime = "text/markdown" if uri.endswith(".md") else None
+    try:
+        return mt.TextResourceContents(uri=uri, text=data.decode("utf-8"), mime_type=mime)
+    except UnicodeDecodeError:
+        return mt.BlobResourceContents(uri=uri, blob=base64.b64encode(data).decode(), mime_type=mime)

@@ -1,0 +1,128 @@
+"""``serve-mcp`` serves its local and saved skills over SEP-2640 (issue 37): the extension is
+declared, ``skills/list`` and ``skills/get`` answer in the SEP's shapes (checked field by field),
+and an SDK client reads a skill's files through ``resources/read``, matching the listed digests."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp.types as mt
+from mcp import Client, MCPError
+from mcp.client.stdio import stdio_client
+
+from asyncai.tools.mcp.client import _AnyResult
+from tests.serve.helpers import stdio_params
+from tests.skills.conftest import write_skill
+
+SERVER = f"echo={sys.executable} {Path(__file__).resolve().parent.parent / 'fakes' / 'mcp_test_server.py'}"
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def served(tmp_path: Path, work: Any) -> Any:
+    """``work(client)``'s value, against ``serve-mcp`` with a skills directory."""
+    write_skill(
+        tmp_path / "skills",
+        "report",
+        "Weekly report for the team.",
+        "# Report\n\nSteps.\n",
+        {"scripts/report.py": "def title():\n    return 'Weekly'\n", "references/style.md": "Be brief.\n"},
+    )
+    params = stdio_params(
+        "--mcp-stdio",
+        SERVER,
+        "--skills",
+        str(tmp_path / "skills"),
+        env={"XDG_DATA_HOME": str(tmp_path / "data")},
+    )
+    params = params.model_copy(update={"cwd": str(tmp_path)})
+    out: list[Any] = []
+
+    async def session() -> None:
+        with anyio.fail_after(60):  # the SDK's default client: 2026-07-28, where extensions are declared
+            async with Client(stdio_client(params)) as client:
+                out.append(await work(client))
+
+    anyio.run(session)
+    return out[0]
+
+
+async def request(client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    result = await client.session.send_request(mt.Request[Any, Any](method=method, params=params), _AnyResult)
+    return dict(result.model_extra or {})
+
+
+def check_skill_entry(skill: Any) -> None:
+    """SEP-2640's ``Skill``: uri, frontmatter (name, description), resources with digest and size."""
+    assert set(skill) == {"uri", "frontmatter", "resources"}
+    assert isinstance(skill["uri"], str) and skill["uri"].endswith("/SKILL.md")
+    frontmatter = skill["frontmatter"]
+    assert isinstance(frontmatter["name"], str) and isinstance(frontmatter["description"], str)
+    assert skill["uri"].removesuffix("/SKILL.md").rsplit("/", 1)[-1] == frontmatter["name"]
+    assert isinstance(skill["resources"], list) and skill["uri"] in [r["uri"] for r in skill["resources"]]
+    for resource in skill["resources"]:
+        assert set(resource) == {"uri", "digest", "size"}
+        assert resource["uri"].startswith(skill["uri"].removesuffix("SKILL.md"))
+        assert DIGEST.fullmatch(resource["digest"]) and type(resource["size"]) is int
+
+
+def test_skills_list_and_get_have_the_seps_shapes_and_resources_read_matches(tmp_path: Path) -> None:
+    async def work(client: Client) -> Any:
+        capabilities = client.server_capabilities
+        assert capabilities is not None and capabilities.extensions is not None
+        assert "io.modelcontextprotocol/skills" in capabilities.extensions
+        assert capabilities.resources is not None, "the extension needs the resources capability"
+        listed = await request(client, "skills/list", {})
+        got = await request(client, "skills/get", {"uri": "skill://report/SKILL.md"})
+        reads = {
+            r["uri"]: (await client.read_resource(r["uri"])).contents[0] for r in got["skill"]["resources"]
+        }
+        try:
+            await request(client, "skills/get", {"uri": "skill://nope/SKILL.md"})
+        except MCPError as exc:
+            missing = exc.code
+        return listed, got, reads, missing
+
+    listed, got, reads, missing = served(tmp_path, work)
+    assert isinstance(listed["ttlMs"], int) and listed["cacheScope"] in ("public", "private")
+    [skill] = listed["skills"]
+    check_skill_entry(skill)
+    assert skill["frontmatter"] == {"name": "report", "description": "Weekly report for the team."}
+    check_skill_entry(got["skill"])
+    assert got["skill"] == skill and isinstance(got["ttlMs"], int)
+    assert sorted(r["uri"] for r in skill["resources"]) == [
+        "skill://report/SKILL.md", "skill://report/references/style.md", "skill://report/scripts/report.py",
+    ]  # fmt: skip
+    for resource in skill["resources"]:
+        contents = reads[resource["uri"]]
+        assert isinstance(contents, mt.TextResourceContents)
+        data = contents.text.encode()
+        assert (len(data), f"sha256:{hashlib.sha256(data).hexdigest()}") == (
+            resource["size"],
+            resource["digest"],
+        )
+    assert reads["skill://report/SKILL.md"].text.startswith("---\nname: report\n")
+    assert missing == mt.INVALID_PARAMS
+
+
+def test_without_skills_serve_mcp_declares_neither_the_extension_nor_resources(tmp_path: Path) -> None:
+    async def work(client: Client) -> Any:
+        return client.server_capabilities
+
+    params = stdio_params("--mcp-stdio", SERVER, env={"XDG_DATA_HOME": str(tmp_path / "data")})
+    params = params.model_copy(update={"cwd": str(tmp_path)})
+    out: list[Any] = []
+
+    async def session() -> None:
+        async with Client(stdio_client(params)) as client:
+            out.append(await work(client))
+
+    anyio.run(session)
+    [capabilities] = out
+    assert capabilities.resources is None and not (capabilities.extensions or {}).get(
+        "io.modelcontextprotocol/skills"
+    )
