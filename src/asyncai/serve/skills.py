@@ -19,8 +19,8 @@ from mcp.server.lowlevel import Server
 from asyncai.skills.skill import SKILL_FILE, Skill, SkillError
 from asyncai.skills.skillset import Found, SkillSet
 from asyncai.skills.sources import DirectorySkills
+from asyncai.tools.mcp.client import SKILLS_EXTENSION
 
-SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
 TTL_MS = 0
 """The listing may change at any time (``save_skill``): clients are told to hold it no longer."""
 
