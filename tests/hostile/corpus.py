@@ -267,7 +267,7 @@ RESOURCES = [
     ),
     err(
         "alloc-gradual-dict",
-        "d = {}\ni = 0\nwhile True:\n    d[i] = str(i) * 2000\n    i += 1",
+        "d = {}\ni = 0\nwhile True:\n    d[i] = str(i) * 100_000\n    i += 1",  # the cap well inside 1 s
         MEMORY,
         deadline=LOOP,
     ),
