@@ -5,6 +5,7 @@ and an SDK client reads a skill's files through ``resources/read``, matching the
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import sys
 from pathlib import Path
@@ -16,7 +17,8 @@ from mcp import Client, MCPError
 from mcp.client.stdio import stdio_client
 
 from asyncai.tools.mcp.client import _AnyResult
-from tests.serve.helpers import stdio_params
+from tests.fakes.redis import redis_server
+from tests.serve.helpers import ENV, SIMPLE, client, run_code, serve_http, stdio_params
 from tests.skills.conftest import write_skill
 
 SERVER = f"echo={sys.executable} {Path(__file__).resolve().parent.parent / 'fakes' / 'mcp_test_server.py'}"
@@ -126,3 +128,31 @@ def test_without_skills_serve_mcp_declares_neither_the_extension_nor_resources(t
     assert capabilities.resources is None and not (capabilities.extensions or {}).get(
         "io.modelcontextprotocol/skills"
     )
+
+
+def test_a_skill_saved_through_one_instance_loads_on_another(tmp_path: Path) -> None:
+    """With Redis as the state store, saved skills live there: two instances, one saves, the
+    other (running since before) lists it, loads it and serves it."""
+    (tmp_path / "redis").mkdir()
+    with redis_server(tmp_path / "redis") as store:
+        args = ("--state-store", store.url, "--mcp-stdio", SIMPLE)
+        env = {**ENV, "XDG_DATA_HOME": str(tmp_path / "data")}
+        with serve_http(*args, env=env) as first, serve_http(*args, env=env) as second:
+
+            async def work() -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+                async with client(first.url) as one:
+                    saved = await run_code(
+                        one,
+                        "def twice(n):\n    return 2 * n\n"
+                        'await save_skill(name="doubler", description="Double a number.", functions=["twice"])',
+                    )
+                async with client(second.url) as other:
+                    used = await run_code(other, 'await load_skill(name="doubler")\ntwice(21)')
+                    listed = await request(other, "skills/list", {})
+                return saved, used, [skill["uri"] for skill in listed["skills"]]
+
+            saved, used, uris = anyio.run(work)
+    assert json.loads(saved["result"]) == {"name": "doubler", "files": ["SKILL.md", "scripts/doubler.py"]}
+    assert used["result"].split("\n\n")[0] == "42"
+    assert uris == ["skill://doubler/SKILL.md"]
+    assert not (tmp_path / "data" / "asyncai" / "skills").exists(), "saved in Redis, not in a directory"

@@ -103,7 +103,8 @@ async def code_mode_executor(
         from asyncai.skills.servers import skill_sources
         from asyncai.skills.skillset import SkillSet
         from asyncai.skills.sources import DirectorySkills, saved_skills_dir
-        from asyncai.state.stores import default_state_dir
+        from asyncai.skills.stored import RedisSkills
+        from asyncai.state.stores import RedisStore, default_state_dir
 
         # A snippet's wall clock stops while a person answers what a server asked, as for approvals.
         requests.waiting = every_clock_paused
@@ -128,7 +129,11 @@ async def code_mode_executor(
                     *(DirectorySkills(directory) for directory in skill_directories(settings)),
                     *skill_sources(inner.connections),
                 ],
-                saving=DirectorySkills(saved_skills_dir(), "saved"),
+                saving=(
+                    RedisSkills(state_store.client)
+                    if isinstance(state_store, RedisStore)
+                    else DirectorySkills(saved_skills_dir(), "saved")
+                ),
             ),
         )
         try:

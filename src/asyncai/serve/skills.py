@@ -19,6 +19,7 @@ from mcp.server.lowlevel import Server
 from asyncai.skills.skill import SKILL_FILE, Skill, SkillError
 from asyncai.skills.skillset import Found, SkillSet
 from asyncai.skills.sources import DirectorySkills
+from asyncai.skills.stored import RedisSkills
 from asyncai.tools.mcp.client import SKILLS_EXTENSION
 
 TTL_MS = 0
@@ -42,7 +43,7 @@ class ServedSkills:
         served = {}
         for name, _ in self.skills.entries():
             found = self.skills.find(name)
-            if isinstance(found.source, DirectorySkills):
+            if isinstance(found.source, DirectorySkills | RedisSkills):
                 served[f"skill://{name.replace(':', '/')}"] = found
         return served
 
@@ -98,10 +99,12 @@ def entry(root: str, skill: Skill) -> dict[str, Any]:
 
 
 def serve_skills(server: Server[Any], skills: SkillSet) -> bool:
-    """Offer ``skills`` on ``server`` when it has any of its own (then it declares the extension
-    and the resources capability it needs); whether it did."""
+    """Offer ``skills`` on ``server`` when it has any of its own, or saves them where other
+    instances do (then it declares the extension and the resources capability it needs); whether
+    it did."""
     served = ServedSkills(skills)
-    if not served.served():
+    shared = skills.saving is not None and skills.saving.shared  # another instance may save one
+    if not served.served() and not shared:
         return False
     server.extensions[SKILLS_EXTENSION] = {}
     server.add_request_handler("skills/list", ListSkillsParams, served.list)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from asyncai.arguments import refusal
 from asyncai.skills.skill import SKILL_FILE, Skill, SkillError, split_skill_md
-from asyncai.skills.sources import DirectorySkills, SkillSource
+from asyncai.skills.sources import DirectorySkills, SkillSaver, SkillSource
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Found:
 class SkillSet:
     """``saving``: where the skills the agent saves go (also one of the sources it lists)."""
 
-    def __init__(self, sources: Sequence[SkillSource], saving: DirectorySkills | None = None) -> None:
+    def __init__(self, sources: Sequence[SkillSource], saving: SkillSaver | None = None) -> None:
         self.sources = list(sources)
         self.saving = saving
         if saving is not None and saving not in self.sources:
@@ -77,9 +77,18 @@ class SkillSet:
         known = f" (skills: {', '.join(sorted(by_name)[:20])})" if by_name and not close else ""
         raise SkillError(f"no skill named {name!r}{hint}{known}")
 
+    async def current(self, name: str) -> Found:
+        """``find``, after listing again when ``name`` is not known (another process may have
+        saved it since)."""
+        try:
+            return self.find(name)
+        except SkillError:
+            await self.refresh()
+            return self.find(name)
+
     async def text(self, name: str, path: str) -> str:
         """One of a skill's files as text (verified)."""
-        found = self.find(name)
+        found = await self.current(name)
         data = await found.source.read(found.skill, path)
         try:
             return data.decode("utf-8")
@@ -100,7 +109,7 @@ class SkillSet:
 
     async def python_sources(self, name: str) -> list[tuple[str, str]]:
         """``(path, source)`` of each Python file ``load_skill`` runs, in order."""
-        found = self.find(name)
+        found = await self.current(name)
         return [(path, await self.text(name, path)) for path in found.skill.python_files]
 
 

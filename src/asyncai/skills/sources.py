@@ -48,10 +48,24 @@ class SkillSource(Protocol):
         ...
 
 
+class SkillSaver(SkillSource, Protocol):
+    """Where the skills the agent saves go: a directory, or Redis (``stored.RedisSkills``)."""
+
+    shared: bool
+    """Other processes add skills there while this one runs (so snippets are always offered the
+    functions that read skills)."""
+
+    async def save(self, name: str, description: str, functions: Mapping[str, str]) -> Skill: ...
+
+    async def remove(self, name: str) -> bool: ...
+
+
 class DirectorySkills:
     """Each directory under ``root`` that holds a ``SKILL.md`` is a skill; a ``SKILL.md`` deeper
     down belongs to its enclosing skill as a supporting file (a nested skill is never activated by
     loading its parent)."""
+
+    shared = False
 
     def __init__(self, root: Path, origin: str = "local") -> None:
         self.root = root

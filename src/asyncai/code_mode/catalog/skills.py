@@ -106,7 +106,8 @@ def offered(skills: SkillSet | None) -> dict[str, ToolDefinition]:
     can be saved."""
     if skills is None:
         return {}
-    functions = dict(READING) if skills.entries() else {}
+    shared = skills.saving is not None and skills.saving.shared  # skills may come at any time
+    functions = dict(READING) if skills.entries() or shared else {}
     if skills.saving is not None:
         functions[SAVE_SKILL.name] = SAVE_SKILL
     return functions
@@ -132,6 +133,8 @@ async def call_skill_function(
         await skills.ensure_loaded()
         name = str(arguments.get("name", ""))
         if definition is SKILLS:
+            if skills.saving is not None and skills.saving.shared:
+                await skills.refresh()  # another process may have saved one since
             value: Any = _listing(skills, str(arguments.get("query") or ""))
         elif definition is SKILL:
             value = await skills.instructions(name)
@@ -140,7 +143,7 @@ async def call_skill_function(
         elif definition is SAVE_SKILL:
             value = await _saved(skills, name, arguments, functions)
         else:
-            value = _loaded(skills, name, loaded)
+            value = await _loaded(skills, name, loaded)
     except SkillError as exc:
         raise RuntimeError(str(exc)) from None
     except OSError as exc:  # a skills directory that cannot be read or written
@@ -177,9 +180,9 @@ async def _saved(
     return {"name": skill.name, "files": [entry.path for entry in skill.files]}
 
 
-def _loaded(skills: SkillSet, name: str, loaded: Mapping[str, Any]) -> list[str]:
+async def _loaded(skills: SkillSet, name: str, loaded: Mapping[str, Any]) -> list[str]:
     if name not in loaded:
-        skills.find(name)  # an unknown name says which exist
+        await skills.current(name)  # an unknown name says which exist
         raise SkillError(NOT_LITERAL)
     outcome = loaded[name]
     if isinstance(outcome, str):
