@@ -325,6 +325,10 @@ COLLECTED = (
     "def f(v):\n    return [v] * 2\n\n\n# after a gap\nf(3)",
     "n = 5\nn += 2\nn *= 3\nn",
     "err = None\ntry:\n    [][1]\nexcept IndexError as e:\n    err = type(e).__name__\nfinally:\n    done = True\n[err, done]",
+    # Values over the result limit: only their JSON's length and head leave the worker.
+    "rows = [{'n': i, 'pad': 'x' * 60} for i in range(400)]",
+    "print('first')\n[{'n': i, 'ok': i % 3 == 0, 'load': i / 7} for i in range(900)]",
+    "rows = [{'n': i, 'pad': 'x' * 60} for i in range(400)]\nrows.append({'n': -1})\nlen(rows)",
     # A real model's: a comment, then a tool function defined (refused); streamed, the comment
     # once counted as a statement that had run.
     "# the functions\n\nasync def pods(namespace: str = 'default') -> dict:\n    return {}",
