@@ -8,7 +8,7 @@ import difflib
 import math
 import os
 import sys
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -21,6 +21,7 @@ from asyncai.code_mode.sandbox.config import SandboxKind
 from asyncai.tools.mcp.asking import ELICITATION_POLICIES, SAMPLING_POLICIES
 
 if TYPE_CHECKING:
+    from asyncai.skills.skillset import SkillSet
     from asyncai.tools import ServerSpec
     from asyncai.tools.mcp.asking import Person
     from asyncai.tools.mcp.oauth import SignInMode
@@ -458,6 +459,22 @@ def skill_directories(settings: Settings) -> list[Path]:
         if not directory.is_dir():
             raise UsageError(f"--skills {directory}: not a directory")
     return [Path.cwd() / ".claude" / "skills", claude_config_dir() / "skills", *named]
+
+
+def skill_set(settings: Settings, servers: Sequence[Any] = (), state_store: object = None) -> SkillSet:
+    """The skills of the command: its directories, the MCP ``servers`` that serve skills, and
+    where ``save_skill`` writes (Redis when ``state_store`` is, else the saved-skills directory)."""
+    from asyncai.skills.servers import skill_sources
+    from asyncai.skills.skillset import SkillSet
+    from asyncai.skills.sources import DirectorySkills, SkillSource, saved_skills_dir
+    from asyncai.skills.stored import RedisSkills
+    from asyncai.state.stores import RedisStore
+
+    sources: list[SkillSource] = [DirectorySkills(directory) for directory in skill_directories(settings)]
+    sources += skill_sources(servers)
+    if isinstance(state_store, RedisStore):
+        return SkillSet(sources, saving=RedisSkills(state_store.client))
+    return SkillSet(sources, saving=DirectorySkills(saved_skills_dir(), "saved"))
 
 
 def someone_can_sign_in() -> bool:

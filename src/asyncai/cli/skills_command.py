@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from asyncai.cli.settings import Settings, UsageError, skill_directories
+from asyncai.cli.settings import Settings, UsageError, skill_set
 
 if TYPE_CHECKING:
     from asyncai.skills.skillset import SkillSet
@@ -25,15 +25,6 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("skills_action", metavar="list|show|rm", nargs="?", help="what to do (list)")
     parser.add_argument("skills_name", metavar="NAME", nargs="?", help="the skill (show, rm)")
     parser.add_argument("--skills", action="append", metavar="DIR", help="a directory of skills (repeatable)")
-
-
-def skill_set(settings: Settings) -> SkillSet:
-    """The skills the agent and ``run-code`` read, the saved ones included (``wiring``)."""
-    from asyncai.skills.skillset import SkillSet
-    from asyncai.skills.sources import DirectorySkills, saved_skills_dir
-
-    sources = [DirectorySkills(directory) for directory in skill_directories(settings)]
-    return SkillSet(sources, saving=DirectorySkills(saved_skills_dir(), "saved"))
 
 
 def render(skills: SkillSet) -> str:

@@ -17,7 +17,7 @@ from asyncai.cli.settings import (
     server_requests,
     server_specs,
     sign_in_mode,
-    skill_directories,
+    skill_set,
     someone_can_sign_in,
 )
 from asyncai.tools.mcp.early_start import EarlyServers, early_servers
@@ -100,11 +100,7 @@ async def code_mode_executor(
         from asyncai.code_mode import CodeMode  # pydantic-monty and the engine: only to run code
         from asyncai.code_mode.catalog.observed import SHAPES_FILE, ObservedShapes
         from asyncai.code_mode.engine.clock import every_clock_paused
-        from asyncai.skills.servers import skill_sources
-        from asyncai.skills.skillset import SkillSet
-        from asyncai.skills.sources import DirectorySkills, saved_skills_dir
-        from asyncai.skills.stored import RedisSkills
-        from asyncai.state.stores import RedisStore, default_state_dir
+        from asyncai.state.stores import default_state_dir
 
         # A snippet's wall clock stops while a person answers what a server asked, as for approvals.
         requests.waiting = every_clock_paused
@@ -124,17 +120,7 @@ async def code_mode_executor(
             speculate=not settings.switch("no_speculate"),
             speculate_tools=settings.texts("speculate"),
             trace_content=settings.switch("trace_content"),
-            skills=SkillSet(
-                [
-                    *(DirectorySkills(directory) for directory in skill_directories(settings)),
-                    *skill_sources(inner.connections),
-                ],
-                saving=(
-                    RedisSkills(state_store.client)
-                    if isinstance(state_store, RedisStore)
-                    else DirectorySkills(saved_skills_dir(), "saved")
-                ),
-            ),
+            skills=skill_set(settings, inner.connections, state_store),
         )
         try:
             await executor.refresh_skills()

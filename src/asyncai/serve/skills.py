@@ -103,8 +103,7 @@ def serve_skills(server: Server[Any], skills: SkillSet) -> bool:
     instances do (then it declares the extension and the resources capability it needs); whether
     it did."""
     served = ServedSkills(skills)
-    shared = skills.saving is not None and skills.saving.shared  # another instance may save one
-    if not served.served() and not shared:
+    if not served.served() and not skills.shared:
         return False
     server.extensions[SKILLS_EXTENSION] = {}
     server.add_request_handler("skills/list", ListSkillsParams, served.list)

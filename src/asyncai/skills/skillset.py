@@ -35,8 +35,9 @@ class SkillSet:
         self._by_name: dict[str, Found] | None = None
 
     @property
-    def loaded(self) -> bool:
-        return self._by_name is not None
+    def shared(self) -> bool:
+        """Other processes save skills where this one does (Redis): one may come at any time."""
+        return self.saving is not None and self.saving.shared
 
     async def refresh(self) -> None:
         """List every source again (a source that fails lists nothing)."""

@@ -1,11 +1,11 @@
 """The skill functions of a snippet (issue 37): ``skills``, ``skill``, ``skill_file`` and
-``load_skill``, in the catalog when the code mode has skills.
+``load_skill`` once there is a skill to read, ``save_skill`` where skills can be saved (``offered``).
 
 Like the resource functions they are answered by asyncai, not by a server: no call budget, no
-audit, no mutation gate. ``load_skill`` defines the functions of a skill's Python files in the
-REPL: the engine feeds those files to the worker before the snippet that loads the skill runs
-(``engine.read.skills_loaded``), so the skill's code runs in the sandbox, never on the host, and
-the call itself returns what they defined."""
+audit; only ``save_skill``, a write, goes through the mutation gate. ``load_skill`` defines the
+functions of a skill's Python files in the REPL: the engine feeds those files to the worker before
+the snippet that loads the skill runs (``engine.skill_feed``), so the skill's code runs in the
+sandbox, never on the host, and the call itself returns what they defined."""
 
 from __future__ import annotations
 
@@ -106,8 +106,7 @@ def offered(skills: SkillSet | None) -> dict[str, ToolDefinition]:
     can be saved."""
     if skills is None:
         return {}
-    shared = skills.saving is not None and skills.saving.shared  # skills may come at any time
-    functions = dict(READING) if skills.entries() or shared else {}
+    functions = dict(READING) if skills.entries() or skills.shared else {}
     if skills.saving is not None:
         functions[SAVE_SKILL.name] = SAVE_SKILL
     return functions
@@ -133,7 +132,7 @@ async def call_skill_function(
         await skills.ensure_loaded()
         name = str(arguments.get("name", ""))
         if definition is SKILLS:
-            if skills.saving is not None and skills.saving.shared:
+            if skills.shared:
                 await skills.refresh()  # another process may have saved one since
             value: Any = _listing(skills, str(arguments.get("query") or ""))
         elif definition is SKILL:

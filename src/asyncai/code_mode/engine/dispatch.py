@@ -154,10 +154,10 @@ class SnippetDispatcher:
     ``SnippetRun``); a refusal raises ``PermissionError`` at the call."""
     skills: SkillSet | None = None
     loaded_skills: dict[str, list[str] | str] = field(default_factory=dict)
+    """What ``load_skill`` returns for each skill this snippet loads: the signatures its files
+    defined, or why they could not be (``skill_feed`` fed them before the snippet)."""
     functions: Mapping[str, str] = field(default_factory=dict)
     """The source of each function the REPL knows, this snippet's own included (``save_skill``)."""
-    """What ``load_skill`` returns for each skill this snippet loads: the signatures its files
-    defined, or why they could not be (``Runner`` fed them before the snippet)."""
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     _os_denied: str | None = field(default=None, repr=False)
 

@@ -144,16 +144,17 @@ def plan_feed(
     trip instead of two) unless the snippet is type-checked (a probe would be checked too) or may
     pause (its snapshot ends the feed)."""
     source = bind_last_value(code, scan.value_at, scan.assigned)
-    value = None if source == code else LAST_VALUE if scan.value_at is not None else scan.assigned
-    if value is not None and not type_check:
-        value = f"{BOUNDED}({value}, {result_chars}, {preview_chars(result_chars)})"
-    elif type_check:
+    if type_check:
         return FeedPlan(source, True, None)
+    value = None if source == code else LAST_VALUE if scan.value_at is not None else scan.assigned
+    if value is not None:
+        value = f"{BOUNDED}({value}, {result_chars}, {preview_chars(result_chars)})"
+    fed = source if value is None else f"{source}\n{value}"
     if pausing:
-        return FeedPlan(source if value is None else f"{source}\n{value}", False, None)
+        return FeedPlan(fed, False, None)
     names = names_to_probe(source, held, list(scan.bound))
     if not names:  # nothing it did can show in the note: no probe, and every row stays
-        return FeedPlan(source if value is None else f"{source}\n{value}", False, ())
+        return FeedPlan(fed, False, ())
     probe = probe_source(list(reversed(names))).rsplit("\n", 1)[0]  # its statements, not its value
     return FeedPlan(f"{source}\n{probe}\n({value or 'None'}, _asyncai_probe)", False, tuple(names))
 
