@@ -27,7 +27,7 @@ from asyncai.code_mode.engine.scope import ReplScope
 from asyncai.tools.functions import FunctionTools, tool
 from asyncai.tools.types import ToolCallOutput, ToolSource
 from tests.code_mode.conftest import TEST_LIMITS
-from tests.fakes.executors import FakeToolSource
+from tests.fakes.executors import ECHO, FakeToolSource
 from tests.fakes.logs import events
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
 
@@ -352,8 +352,8 @@ async def test_the_same_program_twice_in_a_turn_runs_once_and_gets_its_result_ag
     assert result.reply == "Two files." and searched == [("/data", "*.txt")]
     assert tool_results(server.requests[2])[-1] == (
         "(not run again: this turn already ran this same program; its result was:)\n"
-        f"{FOUND}\n(Answer the user's question from this result now, in plain words; run a "
-        "different program only if the result is not enough.)"
+        f"{FOUND}\n(If it answers the user's question, answer in plain words; if part of the "
+        "answer is missing, run a program that fetches that part.)"
     )
     assert result.summary.nested_calls == 1, "the repeat was not counted as a run"
     # A program that failed may be tried again: the failure may have been passing.
@@ -432,6 +432,96 @@ async def test_an_empty_first_reply_is_nudged_too() -> None:
         "Your reply was empty. The question was: question\n"
         "Answer it from the results above, in plain words, or call run_code if you need more.",
     ]
+
+
+EXAMPLE_CODE = (
+    "To find it, you can use the following code:\n```python\nimport requests\nr = requests.get(url)\n"
+    "print(r.json()['title'])\n```\nThis prints the title."
+)
+
+
+@STREAMED
+@pytest.mark.parametrize(
+    ("reply", "opening"),
+    [
+        (
+            EXAMPLE_CODE,
+            "Your reply shows a program instead of an answer, and a program in a reply is not run.",
+        ),
+        (
+            "```\nresult = await search_files(path='/data', pattern='*.txt')\n```",
+            "Your reply shows a program",
+        ),
+        ("Here's how you can do it:", "Your reply stopped at a colon, before what it announced."),
+    ],
+    ids=["example-code", "bare-fence", "colon"],
+)
+async def test_a_reply_that_is_no_answer_after_a_tool_ran_gets_one_nudge(
+    scope: ReplScope, stream: bool, reply: str, opening: str, log_stream: io.StringIO
+) -> None:
+    # As Qwen2.5-Coder-1.5B did: the program's output held the answer, and it replied with code.
+    script = [tool_reply(call("run_code", {"code": "6 * 7"})), text_reply(reply), text_reply("It is 42.")]
+    with ScriptedOpenAI(script) as server:
+        result = await run(server, scope, stream=stream)
+    assert result.reply == "It is 42." and len(server.requests) == 3
+    nudge = server.requests[2]["messages"][-1]
+    assert nudge["role"] == "user" and nudge["content"].startswith(opening)
+    assert nudge["content"].endswith(
+        "The question was: question\n"
+        "Answer it from the results above, in plain words, or call run_code if you need more."
+    )
+    assert server.requests[2]["messages"][-2] == {"role": "assistant", "content": reply}
+    [unfinished] = events(log_stream, "model.unfinished_reply")
+    assert unfinished["kind"] == ("cut_short" if reply.endswith(":") else "code") and unfinished["nudged"]
+    assert result.summary.nudged
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Here is a function that adds:\n```python\ndef add(a, b):\n    return a + b\n```",
+        "The files are:\n```\na.txt\nb.txt\n```",
+        "It returned:\n```python\n{'title': 'Loopback Gazette'}\n```",
+    ],
+    ids=["asked-for-code", "listing", "value"],
+)
+async def test_code_is_an_answer_when_no_tool_ran_and_a_fenced_value_always(reply: str) -> None:
+    with ScriptedOpenAI([text_reply(reply)]) as server:
+        result = await run(server, FakeToolSource())
+    assert result.reply == reply and len(server.requests) == 1
+    ran = [tool_reply(call("run_code", {"code": "1"})), text_reply(reply), text_reply("again")]
+    with ScriptedOpenAI(ran) as server:
+        result = await run(server, FakeToolSource())
+    assert (result.reply == reply) == (not reply.startswith("Here is a function")), (
+        "after a tool ran, only a program is no answer"
+    )
+
+
+@STREAMED
+async def test_a_reply_still_code_after_the_nudge_is_the_answer(scope: ReplScope, stream: bool) -> None:
+    script = [
+        tool_reply(call("run_code", {"code": "6 * 7"})),
+        text_reply(EXAMPLE_CODE),
+        text_reply(EXAMPLE_CODE),
+    ]
+    with ScriptedOpenAI(script) as server:
+        result = await run(server, scope, stream=stream)
+    assert result.reply == EXAMPLE_CODE and len(server.requests) == 3, "one nudge, not more"
+
+
+async def test_the_nudge_says_how_to_go_on_in_each_mode() -> None:
+    script = [tool_reply(call("echo", {"text": "hi"})), text_reply(""), text_reply("hi")]
+    with ScriptedOpenAI(script) as server:
+        await run(server, FakeToolSource(tools=[ECHO]))
+    assert server.requests[2]["messages"][-1]["content"] == (
+        "Your reply was empty. The question was: question\nAnswer it from the tool results above, in plain words."
+    )
+    with ScriptedOpenAI([text_reply("```python\n1 + 1\n```"), text_reply(""), text_reply("2")]) as server:
+        await run(server, FakeToolSource(), protocol="text")
+    assert server.requests[2]["messages"][-1]["content"] == (
+        "Your reply was empty. The question was: question\n"
+        "Answer it from the results above, in plain words, or reply with a ```python program if you need more."
+    )
 
 
 async def test_temperature_and_max_tokens_reach_every_request() -> None:

@@ -107,7 +107,7 @@ async def test_pasted_stubs_are_dropped_and_the_same_program_is_not_run_twice(
     )
     assert server.requests[2]["messages"][-1]["content"].startswith(
         "Result of your program:\n(not run again: this turn already ran this same program; its "
-        'result was:)\n["/data/a.txt","/data/b.txt","/data/c.md"]\n(Answer the user'
+        'result was:)\n["/data/a.txt","/data/b.txt","/data/c.md"]\n(If it answers'
     )
     assert result.reply == "Three entries." and result.summary.repairs == {"stub_pasted": 1}
     assert result.summary.nested_calls == 1

@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from asyncai.backend import BackendConfig, Message, wire
 from asyncai.backend.wire import ArgumentsError, RawToolCall, StreamAccumulator
@@ -240,3 +242,28 @@ def test_parse_completion_shapes() -> None:
         wire.parse_completion({"choices": []})
     with pytest.raises(wire.ResponseFormatError, match="overloaded"):
         wire.parse_completion({"error": {"message": "overloaded"}})
+
+
+_PROSE = st.text(st.characters(blacklist_characters="`", blacklist_categories=("Cs",)), max_size=80)
+_PROGRAMS = st.sampled_from(["x = 1", "print(x)", "import json", "for i in xs:\n    n += i", "await f(a=1)"])
+_VALUES = st.sampled_from(["{'a': 1}", "[1, 2]", "a.txt\nb.txt", "42", "'text'"])
+
+
+@given(_PROSE, st.booleans())
+def test_prose_is_an_answer_unless_empty_or_cut_at_a_colon(prose: str, code_is_no_answer: bool) -> None:
+    reply = prose.strip()
+    expected = "empty" if not reply else "cut_short" if reply.endswith(":") else None
+    assert wire.unfinished_reply(reply, code_is_no_answer=code_is_no_answer) == expected
+
+
+@given(_PROSE, st.sampled_from(["python", "py", ""]), _PROGRAMS, _VALUES, st.booleans())
+def test_a_fenced_program_is_no_answer_only_where_code_is_none(
+    prose: str, lang: str, program: str, value: str, code_is_no_answer: bool
+) -> None:
+    shown_value = f"{prose}\n```{lang}\n{value}\n```\ndone."
+    assert wire.unfinished_reply(shown_value, code_is_no_answer=code_is_no_answer) is None
+    shown_program = f"{prose}\n```{lang}\n{program}\n```\ndone."
+    expected = "code" if code_is_no_answer else None
+    assert wire.unfinished_reply(shown_program, code_is_no_answer=code_is_no_answer) == expected
+    in_json = f"{prose}\n```json\n{program}\n```\ndone."
+    assert wire.unfinished_reply(in_json, code_is_no_answer=code_is_no_answer) is None

@@ -30,7 +30,8 @@ class SessionHarness(Protocol):
         """The run's user message, as sent (the user's text and the run's note)."""
 
     def assistant_turn(self, message: Message, turn: ModelTurn) -> None:
-        """An assistant message with tool calls; their results follow, in call order."""
+        """An assistant message that does not end the run: with tool calls (their results follow,
+        in call order), or text a user message answers (a text-protocol program, a nudged reply)."""
 
     def tool_result(self, message: Message, output: ToolCallOutput) -> None:
         """One tool result as the model sees it (``message``) and as it was made (``output``)."""

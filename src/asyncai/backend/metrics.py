@@ -32,7 +32,7 @@ class TurnSummary:
     """Tool calls that needed a repair (``wire.REPAIR_KINDS``); ``repairs`` counts each kind."""
     repairs: dict[str, int] = field(default_factory=dict)
     nudged: bool = False
-    """An empty reply got the nudge (``wire.empty_reply_nudge``)."""
+    """An unfinished reply got the nudge (``wire.unfinished_reply_nudge``)."""
     thread: str | None = None
     run: int | str | None = None
     error: str | None = None

@@ -341,17 +341,27 @@ class OpenAiCompatibleBackend:
                     if eager is not None:
                         await eager.abandon()  # calls that will not run (tools were withdrawn)
                     reply = turn.content.strip() if turn.content else ""
-                    if not reply and not summary.nudged and round_number < self.config.max_rounds:
-                        # Small models often end a turn with nothing after a tool result: ask once more.
+                    code_is_no_answer = summary.run_code_calls > 0 and not text_protocol
+                    unfinished = wire.unfinished_reply(reply, code_is_no_answer=code_is_no_answer)
+                    if unfinished and not summary.nudged and round_number < self.config.max_rounds:
+                        # Small models often end a turn with nothing (or code) after a tool result: ask again.
                         summary.nudged = True
-                        log_event("model.empty_reply", round=round_number, nudged=True)
-                        nudge = Message("user", wire.empty_reply_nudge(code_tool, user_text))
+                        log_event("model.unfinished_reply", round=round_number, kind=unfinished, nudged=True)
+                        text = wire.unfinished_reply_nudge(
+                            unfinished, code_tool, user_text, text_protocol=text_protocol
+                        )
+                        if reply:  # the model reads what the nudge is about
+                            shown = wire.assistant_message(reply, [], turn.reasoning_content)
+                            run_messages.append(shown)
+                            if session is not None:
+                                session.assistant_turn(shown, self._model_turn(turn))
+                        nudge = Message("user", text)
                         run_messages.append(nudge)
                         if session is not None:
                             session.user_turn(nudge)
                         continue
-                    if not reply:
-                        log_event("model.empty_reply", round=round_number, nudged=False)
+                    if unfinished:
+                        log_event("model.unfinished_reply", round=round_number, kind=unfinished, nudged=False)
                     reply = reply or wire.no_answer_text(last_result)
                     final_message = wire.assistant_message(reply, [], turn.reasoning_content)
                     run_messages.append(final_message)

@@ -17,7 +17,7 @@ import textwrap
 import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from asyncai.backend.config import NO_ANSWER_TEXT, BackendConfig, Message, ToolCall
 from asyncai.code_mode.engine.contract import IMPORTABLE_MODULES
@@ -630,8 +630,8 @@ def already_ran_text(earlier_result: str) -> str:
     """What a program the turn already ran gets back: its result again, and the next step."""
     return (
         f"(not run again: this turn already ran this same program; its result was:)\n{earlier_result}\n"
-        "(Answer the user's question from this result now, in plain words; run a different program "
-        "only if the result is not enough.)"
+        "(If it answers the user's question, answer in plain words; if part of the answer is "
+        "missing, run a program that fetches that part.)"
     )
 
 
@@ -1190,13 +1190,56 @@ def code_result_text(result: str, is_error: bool) -> str:
     return f"{'Error from' if is_error else 'Result of'} your program:\n{result}"
 
 
-def empty_reply_nudge(code_tool: str | None, question: str) -> str:
-    """The user message after an empty reply with rounds left: the question again, since a small
-    model that went quiet after a tool result has often lost it."""
-    asked = f"Your reply was empty. The question was: {one_line(question, LAST_RESULT_PREVIEW_CHARS)}\n"
+UnfinishedReply = Literal["empty", "code", "cut_short"]
+"""Why a reply is no answer (``unfinished_reply``): it has no text; it shows a program instead of
+answering from the turn's tool results; it ends at a colon, before what it announced."""
+
+_FENCED = re.compile(r"```([\w+-]*)[ \t]*\n(.*?)```", re.S)
+_PROGRAM_NODES = (ast.Call, ast.Assign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.For,
+                  ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.Await)  # fmt: skip
+
+
+def _is_program(code: str) -> bool:
+    """Whether ``code`` is Python that does something (a value shown in a fence, such as a dict or
+    a list of file names, is no program)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    return any(isinstance(node, _PROGRAM_NODES) for node in ast.walk(tree))
+
+
+def unfinished_reply(reply: str, *, code_is_no_answer: bool) -> UnfinishedReply | None:
+    """Why ``reply`` (stripped) is no answer a user can read, or ``None`` when it is one. A program
+    in a fenced block counts only with ``code_is_no_answer``: the turn ran a tool, so the answer
+    was to come from its results (a user who asked for code gets it), and the reply's code does
+    not run (it does in the text protocol)."""
+    if not reply:
+        return "empty"
+    programs = (code for lang, code in _FENCED.findall(reply) if lang in ("", "python", "python3", "py"))
+    if code_is_no_answer and any(_is_program(code) for code in programs):
+        return "code"
+    if reply.endswith(":"):
+        return "cut_short"
+    return None
+
+
+_UNFINISHED_OPENINGS: dict[UnfinishedReply, str] = {
+    "empty": "Your reply was empty.",
+    "code": "Your reply shows a program instead of an answer, and a program in a reply is not run.",
+    "cut_short": "Your reply stopped at a colon, before what it announced.",
+}
+
+
+def unfinished_reply_nudge(why: UnfinishedReply, code_tool: str | None, question: str, *,
+                           text_protocol: bool = False) -> str:  # fmt: skip
+    """The user message after an unfinished reply with rounds left: the question again, since a
+    small model that went astray after a tool result has often lost it, and how to go on."""
+    asked = f"{_UNFINISHED_OPENINGS[why]} The question was: {one_line(question, LAST_RESULT_PREVIEW_CHARS)}\n"
     if code_tool is None:
         return f"{asked}Answer it from the tool results above, in plain words."
-    return f"{asked}Answer it from the results above, in plain words, or call {code_tool} if you need more."
+    more = "reply with a ```python program" if text_protocol else f"call {code_tool}"
+    return f"{asked}Answer it from the results above, in plain words, or {more} if you need more."
 
 
 def no_answer_text(last_result: str | None) -> str:
