@@ -244,7 +244,7 @@ def test_parse_completion_shapes() -> None:
         wire.parse_completion({"error": {"message": "overloaded"}})
 
 
-_PROSE = st.text(st.characters(blacklist_characters="`", blacklist_categories=("Cs",)), max_size=80)
+_PROSE = st.text(st.characters(exclude_characters="`", exclude_categories=["Cs"]), max_size=80)
 _PROGRAMS = st.sampled_from(["x = 1", "print(x)", "import json", "for i in xs:\n    n += i", "await f(a=1)"])
 _VALUES = st.sampled_from(["{'a': 1}", "[1, 2]", "a.txt\nb.txt", "42", "'text'"])
 
