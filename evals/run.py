@@ -294,8 +294,8 @@ def markdown(attempts: list[Attempt], model: str, args: argparse.Namespace) -> s
         "|---|---|---|---|",
     ]
     for mode in args.modes:
-        for size in ("one", "few", "loop", "all"):
-            group = [a for a in attempts if a.mode == mode and (size == "all" or a.size == size)]
+        for size in ("one", "few", "loop", "several", "all"):
+            group = [a for a in attempts if a.mode == mode and _in_group(a.size, size)]
             if group:
                 rate = sum(a.success for a in group) / len(group)
                 tokens = sum(a.prompt_tokens for a in group) / len(group)
@@ -315,6 +315,12 @@ def markdown(attempts: list[Attempt], model: str, args: argparse.Namespace) -> s
         f"Failed attempts: {len(failed)}; the harness's: {harness}; the model's: {len(failed) - harness}.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _in_group(size: str, group: str) -> bool:
+    """Whether a task of ``size`` counts in the table's row ``group``: its own size, ``several``
+    (the tasks that need more than one call: ``few`` and ``loop``) or ``all``."""
+    return group in (size, "all") or (group == "several" and size != "one")
 
 
 def chart(attempts: list[Attempt], path: Path, modes: list[str]) -> bool:

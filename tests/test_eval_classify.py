@@ -4,10 +4,11 @@ the harness's own recogniser of calls in text, never by words inside code the mo
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
-from evals.run import answered, classify
+from evals.run import Attempt, answered, classify, markdown
 
 from asyncai.backend.config import NO_ANSWER_TEXT, Message
 from asyncai.backend.metrics import TurnSummary
@@ -75,3 +76,19 @@ def test_a_number_in_the_worlds_own_path_is_not_read_as_the_answer(tmp_path: Pat
     assert not task.passes(f"I cannot read the files in {world.root}/docs.", world)
     assert not task.passes(f"See {world.site}/docs.", world)
     assert task.passes(f"3 files in {world.root}/docs contain it.", world)
+
+
+def test_the_table_sums_the_tasks_that_need_several_calls() -> None:
+    def attempt(size: str, mode: str, success: bool, prompt_tokens: int) -> Attempt:
+        task = {"one": "read-a-file", "few": "follow-a-link", "loop": "most-lines"}[size]
+        return Attempt(task, size, mode, 0, success, None if success else "model: wrong answer",
+                       2, prompt_tokens, 10, 100, 0, 1.0, "reply")  # fmt: skip
+
+    attempts = [attempt("one", "code", True, 1000), attempt("few", "code", True, 2000),
+                attempt("loop", "code", False, 4000), attempt("few", "direct", False, 5000)]  # fmt: skip
+    args = argparse.Namespace(repeat=1, seed=1, temperature=0.2, max_rounds=6, modes=["code", "direct"])
+    table = markdown(attempts, "m", args)
+    assert "| code | several | 50% (1/2) | 3,000 |" in table
+    assert "| code | all | 67% (2/3) | 2,333 |" in table
+    assert "| direct | several | 0% (0/1) | 5,000 |" in table
+    assert "| direct | one |" not in table, "a group without attempts has no row"
