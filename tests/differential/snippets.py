@@ -329,6 +329,8 @@ COLLECTED = (
     "rows = [{'n': i, 'pad': 'x' * 60} for i in range(400)]",
     "print('first')\n[{'n': i, 'ok': i % 3 == 0, 'load': i / 7} for i in range(900)]",
     "rows = [{'n': i, 'pad': 'x' * 60} for i in range(400)]\nrows.append({'n': -1})\nlen(rows)",
+    # A real model's count of files: os.walk finds none in Monty, so every door refuses it.
+    "import os\nn = 0\nfor root, dirs, files in os.walk('/data'):\n    n += len(files)\nn",
     # A real model's: a comment, then a tool function defined (refused); streamed, the comment
     # once counted as a statement that had run.
     "# the functions\n\nasync def pods(namespace: str = 'default') -> dict:\n    return {}",

@@ -13,12 +13,11 @@ import pytest
 from asyncai import wording
 from asyncai.activity import Activity, NestedCall
 from asyncai.approvals.gate import Approval, ApprovalRequest, MutationGate
-from asyncai.code_mode.catalog.entries import build_catalog
+from asyncai.code_mode.catalog.entries import OS_DENIED, build_catalog
 from asyncai.code_mode.catalog.search import ToolFinder
 from asyncai.code_mode.engine.clock import WallClock
 from asyncai.code_mode.engine.dispatch import (
     BUDGET_GRACE_SECONDS,
-    OS_DENIED,
     REPORT_CALLS,
     SnippetDispatcher,
     calls_report,

@@ -45,6 +45,18 @@ def _scan(code: str) -> Any:
         ("get_pod(name='a')", "without await"),
         ("x = await get_pod(name='a')\nx", None),
         ("names = ['a']", None),  # a helper's name may be bound: it is shadowed
+        # Monty answers these with an empty list, not an error: a count of files would be 0.
+        (
+            "import os\nfor root, dirs, files in os.walk('/d'):\n    n = len(files)",
+            "`os.walk()` finds no files",
+        ),
+        ("import os as o\n[f for _, _, f in o.walk('/d')]", "`os.walk()`"),
+        ("from os import walk as w\nlist(w('/d'))", "`os.walk()`"),
+        ("from pathlib import Path\nlen(list(Path('/d').rglob('*.txt')))", "`Path.rglob()`"),
+        ("p = Path('/d')\nsorted(p.glob('*'))", "`Path.glob()`"),
+        ("list(Path('/d').walk())", "`Path.walk()`"),
+        ("tree = {}\ndef walk(t):\n    return t\nwalk(tree)", None),  # the model's own walk
+        ("graph.walk()", None),  # a method of the model's own object
     ],
 )
 def test_what_is_refused_before_anything_runs(code: str, refused_for: str | None) -> None:
@@ -54,6 +66,16 @@ def test_what_is_refused_before_anything_runs(code: str, refused_for: str | None
     else:
         assert refused is not None and refused.is_error and refused_for in refused.text
         assert "Nothing was run" in refused.text or "cannot be rebound" in refused.text
+
+
+def test_a_refused_listing_names_the_file_tools() -> None:
+    catalog = build_catalog([_tool("list_directory"), _tool("read_text_file"), _tool("get_pod")])
+    refused = refusal(scan_snippet("import os\nlist(os.walk('/d'))", catalog.keys()), catalog)
+    assert refused is not None and refused.text == (
+        "error: `os.walk()` finds no files in the sandbox, without an error, so it is refused: os access "
+        "disabled in asyncai code mode: the sandbox cannot open files itself; the file tools can: "
+        "list_directory, read_text_file (e.g. `r = await list_directory(name=...)`). Nothing was run."
+    )
 
 
 def test_the_type_check_runs_only_where_it_could_stop_something() -> None:

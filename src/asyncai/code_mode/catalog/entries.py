@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol
@@ -148,3 +149,33 @@ def call_mistakes(
     if missing:
         mistakes.append(f"{py_name}() missing required keyword argument '{missing[0]}'")
     return mistakes
+
+
+OS_DENIED = "os access disabled in asyncai code mode"
+_FILE_TOOL = re.compile(r"file|director|folder|(?:^|_)dirs?(?:$|_)", re.IGNORECASE)
+FILE_TOOLS_SHOWN = 8
+
+
+def os_denied_text(catalog: Mapping[str, CatalogEntry]) -> str:
+    """What a snippet's refused OS call says: the catalog's file tools when it has any (read-only
+    ones first, deprecated ones last, with a call to copy), else that the catalog functions are the
+    only way out."""
+    found = [
+        (entry.tool.mutating, "deprecated" in entry.tool.description.lower(), name)
+        for name, entry in catalog.items()
+        if not entry.host_function and _FILE_TOOL.search(name)
+    ]
+    if not found:
+        return (
+            f"{OS_DENIED}: the sandbox has no file, environment or network access; "
+            "the catalog functions are the only way out"
+        )
+    shown = [name for *_, name in sorted(found, key=lambda row: row[:2])[:FILE_TOOLS_SHOWN]]
+    first = catalog[shown[0]]
+    argument = next(iter(sorted(first.parameters, key=lambda p: p not in first.required)), None)
+    example = f"await {shown[0]}({f'{argument}=...' if argument else ''})"
+    more = f" and {len(found) - len(shown)} more" if len(found) > len(shown) else ""
+    return (
+        f"{OS_DENIED}: the sandbox cannot open files itself; the file tools can: "
+        f"{', '.join(shown)}{more} (e.g. `r = {example}`)"
+    )

@@ -9,7 +9,6 @@ import functools
 import json
 import logging
 import math
-import re
 import time
 from collections.abc import Awaitable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -19,7 +18,14 @@ from opentelemetry.trace import Span
 
 from asyncai.activity import QUIET, Activity, NestedCall
 from asyncai.approvals.gate import Approval, ApprovalRequest, MutationGate
-from asyncai.code_mode.catalog.entries import CatalogEntry, Finder, call_mistakes, missing_key
+from asyncai.code_mode.catalog.entries import (
+    OS_DENIED,
+    CatalogEntry,
+    Finder,
+    call_mistakes,
+    missing_key,
+    os_denied_text,
+)
 from asyncai.code_mode.catalog.observed import ObservedShapes
 from asyncai.code_mode.catalog.resources import RESOURCE_FUNCTIONS, call_resource_function
 from asyncai.code_mode.catalog.skills import SKILL_FUNCTIONS, call_skill_function
@@ -42,7 +48,6 @@ from asyncai.skills.skillset import SkillSet
 from asyncai.telemetry.spans import DEFAULT_TRACING, Tracing, end_nested, nested_call
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 
-OS_DENIED = "os access disabled in asyncai code mode"
 SETTLE_TIMEOUT = 5.0
 INTERRUPTED_CALL = "interrupted: the run was stopped (Ctrl-C or a cancel) while this call was in flight"
 BUDGET_GRACE_SECONDS = 1.0
@@ -91,35 +96,6 @@ def _sleep(seconds: Any = 0.0, *_: Any) -> Awaitable[None]:
 def refuse_os(**_: Any) -> None:
     """An ``os=`` handler: every filesystem or environment call is refused."""
     raise PermissionError(OS_DENIED)
-
-
-_FILE_TOOL = re.compile(r"file|director|folder|(?:^|_)dirs?(?:$|_)", re.IGNORECASE)
-FILE_TOOLS_SHOWN = 8
-
-
-def os_denied_text(catalog: Mapping[str, CatalogEntry]) -> str:
-    """What a snippet's refused OS call says: the catalog's file tools when it has any (read-only
-    ones first, deprecated ones last, with a call to copy), else that the catalog functions are the
-    only way out."""
-    found = [
-        (entry.tool.mutating, "deprecated" in entry.tool.description.lower(), name)
-        for name, entry in catalog.items()
-        if not entry.host_function and _FILE_TOOL.search(name)
-    ]
-    if not found:
-        return (
-            f"{OS_DENIED}: the sandbox has no file, environment or network access; "
-            "the catalog functions are the only way out"
-        )
-    shown = [name for *_, name in sorted(found, key=lambda row: row[:2])[:FILE_TOOLS_SHOWN]]
-    first = catalog[shown[0]]
-    argument = next(iter(sorted(first.parameters, key=lambda p: p not in first.required)), None)
-    example = f"await {shown[0]}({f'{argument}=...' if argument else ''})"
-    more = f" and {len(found) - len(shown)} more" if len(found) > len(shown) else ""
-    return (
-        f"{OS_DENIED}: the sandbox cannot open files itself; the file tools can: "
-        f"{', '.join(shown)}{more} (e.g. `r = {example}`)"
-    )
 
 
 @dataclass

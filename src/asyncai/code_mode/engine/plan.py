@@ -23,7 +23,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from asyncai.code_mode.catalog.entries import CatalogEntry
+from asyncai.code_mode.catalog.entries import CatalogEntry, os_denied_text
 from asyncai.code_mode.catalog.host_functions import HOST_FUNCTIONS
 from asyncai.code_mode.catalog.stubs import RESERVED_HELPERS
 from asyncai.code_mode.engine.contract import RunCodeText, preview_chars, tool_name_taken
@@ -43,9 +43,10 @@ TYPE_CHECKED_SNIPPETS = 100
 """Snippets of one REPL that are type-checked; later ones run unchecked (``type_check_wanted``)."""
 
 
-def refusal(scan: SnippetScan, catalog: Collection[str]) -> RunCodeText | None:
+def refusal(scan: SnippetScan, catalog: Mapping[str, CatalogEntry]) -> RunCodeText | None:
     """An error for a snippet that must not run, from what the scan found. A helper's name may
-    be bound (the helper is then shadowed in this REPL); a tool function's may not."""
+    be bound (the helper is then shadowed in this REPL); a tool function's may not. A listing of
+    files the sandbox would answer with nothing is refused before it runs (``read.empty_listings``)."""
     taken = [name for name in scan.bound if name in catalog]
     if taken:
         return RunCodeText(tool_name_taken(taken, scan.defined), is_error=True)
@@ -56,6 +57,13 @@ def refusal(scan: SnippetScan, catalog: Collection[str]) -> RunCodeText | None:
                 f"pick another name (e.g. `{name}_`). Nothing was run."
             )
             return RunCodeText(text, is_error=True)
+    if scan.empty_listings:
+        text = (
+            f"error: `{scan.empty_listings[0]}()` finds no files in the sandbox, without an error, so it "
+            f"is refused: "
+            f"{os_denied_text(catalog)}. Nothing was run."
+        )
+        return RunCodeText(text, is_error=True)
     if scan.unawaited:
         call = scan.unawaited[0]
         text = (

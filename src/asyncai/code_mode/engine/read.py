@@ -130,6 +130,8 @@ class SnippetScan:
     then the snippet's value."""
     defined: tuple[str, ...] = ()
     """Module-level names bound by ``def`` or ``class``."""
+    empty_listings: tuple[str, ...] = ()
+    """Calls that list files and, in the sandbox, find none without an error (``empty_listings``)."""
     tree: ast.Module | None = field(default=None, compare=False, repr=False)
     """The parsed snippet, for the checks after the scan (not parsed twice)."""
     nodes: tuple[ast.AST, ...] | None = field(default=None, compare=False, repr=False)
@@ -169,6 +171,30 @@ def assigned_value(statement: ast.stmt) -> str | None:
     return None  # an attribute, an item, a starred target: no single value to name
 
 
+def empty_listings(tree: ast.Module) -> tuple[str, ...]:
+    """The calls of ``tree`` that list files and, in Monty, answer an empty list instead of failing
+    (``os.walk``, ``Path.glob``, ``Path.rglob``, ``Path.walk``; pydantic-monty 1.4.0): a program
+    that counts files with one gets 0, a wrong answer with no error."""
+    os_names, walk_names = {"os"}, set[str]()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            os_names.update(alias.asname or "os" for alias in node.names if alias.name == "os")
+        elif isinstance(node, ast.ImportFrom) and node.module == "os":
+            walk_names.update(alias.asname or "walk" for alias in node.names if alias.name == "walk")
+    found = []
+    for node in ast.walk(tree):
+        function = node.func if isinstance(node, ast.Call) else None
+        if isinstance(function, ast.Name) and function.id in walk_names:
+            found.append("os.walk")
+        elif isinstance(function, ast.Attribute) and function.attr in ("glob", "rglob", "walk"):
+            owner = function.value
+            if isinstance(owner, ast.Name) and owner.id in os_names:
+                found.append(f"os.{function.attr}")
+            elif function.attr != "walk" or isinstance(owner, ast.Call):  # x.walk(): maybe the model's own
+                found.append(f"Path.{function.attr}")
+    return tuple(dict.fromkeys(found))
+
+
 def scan_snippet(code: str, functions: Collection[str] = ()) -> SnippetScan:
     """Bindings and dropped calls of ``code``; an empty scan when CPython cannot parse it."""
     tree = parse_snippet(code)
@@ -202,6 +228,7 @@ def scan_snippet(code: str, functions: Collection[str] = ()) -> SnippetScan:
         value_at,
         assigned,
         tuple(bindings.defined),
+        empty_listings(tree) if "walk" in code or "glob" in code else (),
         tree=tree,
         nodes=nodes,
     )
@@ -216,7 +243,9 @@ from asyncai.code_mode.engine.read import scan_snippet
 request = json.load(sys.stdin)
 scan = scan_snippet(request["code"], request["functions"])
 json.dump(
-    [scan.bound, scan.unawaited, scan.uses_functions, scan.value_at, scan.assigned, scan.defined], sys.stdout
+    [scan.bound, scan.unawaited, scan.uses_functions, scan.value_at, scan.assigned, scan.defined,
+     scan.empty_listings],
+    sys.stdout,
 )
 """
 
@@ -241,7 +270,7 @@ async def scan_snippet_off_loop(code: str, functions: Collection[str] = ()) -> S
             process.kill()
             await process.wait()
     try:
-        bound, unawaited, uses, value_at, assigned, defined = json.loads(out)
+        bound, unawaited, uses, value_at, assigned, defined, listings = json.loads(out)
     except ValueError:  # the child failed (out of memory on a pathological snippet): as if unparsable
         return SnippetScan((), ())
     return SnippetScan(
@@ -251,6 +280,7 @@ async def scan_snippet_off_loop(code: str, functions: Collection[str] = ()) -> S
         tuple(value_at) if value_at else None,
         assigned,
         tuple(defined),
+        tuple(listings),
     )
 
 
