@@ -172,9 +172,10 @@ def assigned_value(statement: ast.stmt) -> str | None:
 
 
 def empty_listings(tree: ast.Module) -> tuple[str, ...]:
-    """The calls of ``tree`` that list files and, in Monty, answer an empty list instead of failing
-    (``os.walk``, ``Path.glob``, ``Path.rglob``, ``Path.walk``; pydantic-monty 1.4.0): a program
-    that counts files with one gets 0, a wrong answer with no error."""
+    """The calls of ``tree`` that list files and, in the sandbox, answer an empty list instead of
+    failing (``os.walk``, ``Path.glob``, ``Path.rglob``, ``Path.walk``: as in CPython, they swallow
+    the error of listing a directory): a program that counts files with one gets 0, a wrong answer
+    with no error."""
     os_names, walk_names = {"os"}, set[str]()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
