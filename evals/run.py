@@ -193,7 +193,7 @@ def write_report(attempts: list[Attempt], model: str, args: argparse.Namespace) 
     )
     report = markdown(attempts, model, args)
     (args.out / "EVAL.md").write_text(report)
-    if not chart(attempts, args.out / "eval.png", args.modes):
+    if not chart(attempts, args.out / "eval.png", modes_of(attempts)):
         print("(no chart: matplotlib is not installed; make eval installs it)", file=sys.stderr)
     return report
 
@@ -217,8 +217,32 @@ def model_endpoint(base_url: str | None, model: str | None) -> Iterator[tuple[st
         yield server.base_url, local_model.MODEL_ALIAS
 
 
+def kept_attempts(path: Path, tasks: list[Task], modes: list[str], repeat: int) -> list[Attempt]:
+    """The attempts of an earlier run's ``eval_results.json`` that a run of ``tasks`` x ``modes`` x
+    ``repeat`` repetitions does not run again (``--update``)."""
+    if not path.exists():
+        return []
+    names = {task.name for task in tasks}
+    earlier = [Attempt(**fields) for fields in json.loads(path.read_text())["attempts"]]
+    return [a for a in earlier if not (a.task in names and a.mode in modes and a.repetition < repeat)]
+
+
+def modes_of(attempts: list[Attempt]) -> list[str]:
+    """The modes ``attempts`` were made in, in the suite's order."""
+    return [mode for mode in MODES if any(a.mode == mode for a in attempts)]
+
+
+def in_suite_order(attempts: list[Attempt]) -> list[Attempt]:
+    """``attempts`` in the order a whole run makes them: by repetition, task, then mode."""
+    order = [task.name for task in TASKS]
+    return sorted(attempts, key=lambda a: (a.repetition, order.index(a.task), MODES.index(a.mode)))
+
+
 async def run_all(args: argparse.Namespace, base_url: str, model: str) -> list[Attempt]:
     tasks = [BY_NAME[name] for name in args.tasks] if args.tasks else list(TASKS)
+    kept = (
+        kept_attempts(args.out / "eval_results.json", tasks, args.modes, args.repeat) if args.update else []
+    )
     attempts: list[Attempt] = []
     recorder = Recorder(base_url, args.api_key)
     recorder.start()
@@ -239,11 +263,11 @@ async def run_all(args: argparse.Namespace, base_url: str, model: str) -> list[A
                         attempts.append(attempt)
                         if args.record:
                             save_recording(attempt, RECORDINGS, args.max_rounds)
-                        write_report(attempts, model, args)
+                        write_report(in_suite_order([*kept, *attempts]), model, args)
                         print(progress_line(attempt), flush=True)
     finally:
         recorder.stop()
-    return attempts
+    return in_suite_order([*kept, *attempts])
 
 
 def summary_rows(attempts: list[Attempt]) -> list[dict[str, Any]]:
@@ -269,10 +293,11 @@ def summary_rows(attempts: list[Attempt]) -> list[dict[str, Any]]:
 
 
 def markdown(attempts: list[Attempt], model: str, args: argparse.Namespace) -> str:
+    repetitions = 1 + max((a.repetition for a in attempts), default=0)
     lines = [
         "# Eval: the task suite on a real model",
         "",
-        f"Model `{model}`; {args.repeat} repetition(s) per task and mode, seeds {args.seed}.., "
+        f"Model `{model}`; {repetitions} repetition(s) per task and mode, seeds {args.seed}.., "
         f"temperature {args.temperature}; at most {args.max_rounds} model rounds per attempt. "
         "Written by `make eval` (`python -m evals.run`).",
         "",
@@ -293,7 +318,7 @@ def markdown(attempts: list[Attempt], model: str, args: argparse.Namespace) -> s
         "| mode | size | success | prompt tokens per attempt |",
         "|---|---|---|---|",
     ]
-    for mode in args.modes:
+    for mode in modes_of(attempts):
         for size in ("one", "few", "loop", "several", "all"):
             group = [a for a in attempts if a.mode == mode and _in_group(a.size, size)]
             if group:
@@ -370,6 +395,11 @@ def main(argv: list[str] | None = None) -> int:
         "--record", action="store_true", help="keep each attempt's exchanges in evals/recordings"
     )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks")
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="keep the other attempts of --out's eval_results.json and replace only those this run makes",
+    )
     args = parser.parse_args(argv)
     if bool(args.base_url) != bool(args.model):
         parser.error("--base-url and --model go together")

@@ -5,10 +5,18 @@ the harness's own recogniser of calls in text, never by words inside code the mo
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import pytest
-from evals.run import Attempt, answered, classify, markdown
+from evals.run import (
+    Attempt,
+    answered,
+    classify,
+    in_suite_order,
+    kept_attempts,
+    markdown,
+)
 
 from asyncai.backend.config import NO_ANSWER_TEXT, Message
 from asyncai.backend.metrics import TurnSummary
@@ -92,3 +100,26 @@ def test_the_table_sums_the_tasks_that_need_several_calls() -> None:
     assert "| code | all | 67% (2/3) | 2,333 |" in table
     assert "| direct | several | 0% (0/1) | 5,000 |" in table
     assert "| direct | one |" not in table, "a group without attempts has no row"
+
+
+def test_an_update_replaces_only_the_attempts_it_runs_again(tmp_path: Path) -> None:
+    from dataclasses import asdict
+
+    from evals.tasks import BY_NAME
+
+    def attempt(task: str, mode: str, repetition: int) -> Attempt:
+        return Attempt(task, BY_NAME[task].size, mode, repetition, True, None, 2, 100, 10, 10, 0, 1.0, "r")
+
+    earlier = [
+        attempt(t, m, r) for r in (0, 1) for t in ("read-a-file", "most-lines") for m in ("code", "direct")
+    ]
+    path = tmp_path / "eval_results.json"
+    path.write_text(json.dumps({"model": "m", "attempts": [asdict(a) for a in earlier]}))
+    kept = kept_attempts(path, [BY_NAME["most-lines"]], ["code"], repeat=2)
+    assert [(a.task, a.mode, a.repetition) for a in kept] == [
+        ("read-a-file", "code", 0), ("read-a-file", "direct", 0), ("most-lines", "direct", 0),
+        ("read-a-file", "code", 1), ("read-a-file", "direct", 1), ("most-lines", "direct", 1),
+    ]  # fmt: skip
+    again = [attempt("most-lines", "code", 1), attempt("most-lines", "code", 0)]
+    assert in_suite_order([*kept, *again]) == earlier
+    assert kept_attempts(tmp_path / "none.json", [], ["code"], 1) == []
