@@ -114,6 +114,9 @@ FILES = [
         no_module("shutil"),
     ),
     err("import-glob", "import glob\nglob.glob('CANARY_DIR/*')", no_module("glob")),
+    # These swallow the listing's PermissionError and answer []: refused before they run.
+    err("os-walk", "import os\n[f for _, _, f in os.walk('CANARY_DIR')]", r"`os.walk\(\)` finds no files"),
+    err("pathlib-rglob", "import pathlib\nlist(pathlib.Path('CANARY_DIR').rglob('*'))", r"`Path.rglob\(\)`"),
     err(
         "resource-file-uri",
         "await read_resource(uri='file://CANARY_FILE')",

@@ -191,6 +191,8 @@ def empty_listings(tree: ast.Module) -> tuple[str, ...]:
             owner = function.value
             if isinstance(owner, ast.Name) and owner.id in os_names:
                 found.append(f"os.{function.attr}")
+            elif isinstance(owner, ast.Name) and owner.id == "glob":
+                continue  # glob.glob(): the module is missing, and its import says so
             elif function.attr != "walk" or isinstance(owner, ast.Call):  # x.walk(): maybe the model's own
                 found.append(f"Path.{function.attr}")
     return tuple(dict.fromkeys(found))
