@@ -58,6 +58,7 @@ def _scan(code: str) -> Any:
         ("tree = {}\ndef walk(t):\n    return t\nwalk(tree)", None),  # the model's own walk
         ("graph.walk()", None),  # a method of the model's own object
         ("import glob\nglob.glob('/d/*')", None),  # no such module: its import fails, and says so
+        ("import os\nos.glob('*')", None),  # no such function: its AttributeError says so
     ],
 )
 def test_what_is_refused_before_anything_runs(code: str, refused_for: str | None) -> None:

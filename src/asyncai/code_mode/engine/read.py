@@ -190,7 +190,7 @@ def empty_listings(tree: ast.Module) -> tuple[str, ...]:
         elif isinstance(function, ast.Attribute) and function.attr in ("glob", "rglob", "walk"):
             owner = function.value
             if isinstance(owner, ast.Name) and owner.id in os_names:
-                found.append(f"os.{function.attr}")
+                found.extend(["os.walk"] if function.attr == "walk" else [])  # os.glob(): no such name
             elif isinstance(owner, ast.Name) and owner.id == "glob":
                 continue  # glob.glob(): the module is missing, and its import says so
             elif function.attr != "walk" or isinstance(owner, ast.Call):  # x.walk(): maybe the model's own
