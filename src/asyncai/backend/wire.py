@@ -1209,6 +1209,12 @@ def _is_program(code: str) -> bool:
     return any(isinstance(node, _PROGRAM_NODES) for node in ast.walk(tree))
 
 
+def _shows_program(reply: str) -> bool:
+    """Whether ``reply`` has a Python (or untagged) fenced block that is a program."""
+    fenced = _FENCED.findall(reply)
+    return any(lang in ("", "python", "python3", "py") and _is_program(code) for lang, code in fenced)
+
+
 def unfinished_reply(reply: str, *, code_is_no_answer: bool) -> UnfinishedReply | None:
     """Why ``reply`` (stripped) is no answer a user can read, or ``None`` when it is one. A program
     in a fenced block counts only with ``code_is_no_answer``: the turn ran a tool, so the answer
@@ -1216,8 +1222,7 @@ def unfinished_reply(reply: str, *, code_is_no_answer: bool) -> UnfinishedReply 
     not run (it does in the text protocol)."""
     if not reply:
         return "empty"
-    programs = (code for lang, code in _FENCED.findall(reply) if lang in ("", "python", "python3", "py"))
-    if code_is_no_answer and any(_is_program(code) for code in programs):
+    if code_is_no_answer and _shows_program(reply):
         return "code"
     if reply.endswith(":"):
         return "cut_short"
