@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-RERECORD = "make eval EVAL_ARGS='--record'"
+RERECORD = "make eval EVAL_ARGS='--stale'"
 RECORDINGS = Path(__file__).resolve().parent / "recordings"
 """Where ``make eval --record`` keeps each attempt's exchanges, and ``make test`` finds them."""
 

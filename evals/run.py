@@ -12,7 +12,9 @@ Per task and mode it records success, model rounds, prompt and completion tokens
 results that reached the context, repairs and wall time; it writes ``benchmarks/EVAL.md``,
 ``benchmarks/eval_results.json`` and (with matplotlib, the ``eval`` extra) ``benchmarks/eval.png``.
 With ``--record`` each attempt's model exchanges go to ``evals/recordings/``, which ``make test``
-replays.
+replays. After a harness change, ``--record --stale`` runs again only the attempts whose recordings
+no longer replay: the model's replies vary between runs even with a fixed seed, so running an
+unchanged attempt again would only draw another sample.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from asyncai import CodeMode, CodeModeLimits, McpServers, ToolSource
 from asyncai.backend import wire
 from asyncai.backend.config import NO_ANSWER_TEXT, BackendConfig
 from asyncai.backend.openai import ModelServerError, OpenAiCompatibleBackend, RunResult
-from evals.recording import RECORDINGS, Exchange, Recorder
+from evals.recording import RECORDINGS, Exchange, Recorder, Replayer, stable
 from evals.tasks import BY_NAME, TASKS, Task
 from evals.world import World, new_world, services
 
@@ -198,11 +200,15 @@ def write_report(attempts: list[Attempt], model: str, args: argparse.Namespace) 
     return report
 
 
+def recording_name(task: str, mode: str, repetition: int) -> str:
+    return f"{task}--{mode}--{repetition}.json"
+
+
 def save_recording(attempt: Attempt, directory: Path, rounds_limit: int) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     record = {**{k: v for k, v in asdict(attempt).items() if k != "exchanges"}, "rounds_limit": rounds_limit,
               "exchanges": [asdict(exchange) for exchange in attempt.exchanges]}  # fmt: skip
-    name = f"{attempt.task}--{attempt.mode}--{attempt.repetition}.json"
+    name = recording_name(attempt.task, attempt.mode, attempt.repetition)
     (directory / name).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
 
 
@@ -217,14 +223,69 @@ def model_endpoint(base_url: str | None, model: str | None) -> Iterator[tuple[st
         yield server.base_url, local_model.MODEL_ALIAS
 
 
-def kept_attempts(path: Path, tasks: list[Task], modes: list[str], repeat: int) -> list[Attempt]:
-    """The attempts of an earlier run's ``eval_results.json`` that a run of ``tasks`` x ``modes`` x
-    ``repeat`` repetitions does not run again (``--update``)."""
+@dataclass
+class Replayed:
+    """A recorded attempt run again, the recorded replies answering for the model."""
+
+    attempt: Attempt
+    mismatch: str | None
+    """The first request the harness now sends differently, with the difference."""
+    unasked: int
+    """Recorded exchanges the harness never asked for."""
+
+    def matches(self, record: dict[str, Any]) -> bool:
+        """Whether the harness today makes the attempt the recording holds."""
+        same = (stable(self.attempt.reply), self.attempt.success) == (
+            stable(record["reply"]),
+            record["success"],
+        )
+        return self.mismatch is None and self.unasked == 0 and same
+
+
+def load_recording(path: Path) -> dict[str, Any]:
+    record: dict[str, Any] = json.loads(path.read_text())
+    record["exchanges"] = [Exchange(**exchange) for exchange in record["exchanges"]]
+    return record
+
+
+async def replay(record: dict[str, Any], site: str, kcp: Any) -> Replayed:
+    """Run ``record`` (see ``load_recording``) again through the whole harness in a new world."""
+    task = BY_NAME[record["task"]]
+    with new_world(site, kcp) as world:
+        values = {placeholder: value for value, placeholder in world.placeholders().items()}
+        replayer = Replayer(record["exchanges"], values)
+        replayer.start()
+        recorder = Recorder(replayer.url)  # as make eval ran it: through the recording proxy
+        recorder.start()
+        try:
+            first = record["exchanges"][0].request
+            sampling = {key: first[key] for key in ("seed", "temperature", "max_tokens") if key in first}
+            config = backend_config(
+                recorder.url, first["model"], record["mode"], record["rounds_limit"], sampling
+            )
+            attempt = await run_attempt(task, record["mode"], record["repetition"], world, recorder, config)
+        finally:
+            recorder.stop()
+            replayer.stop()
+    return Replayed(attempt, replayer.mismatch, len(record["exchanges"]) - replayer.served)
+
+
+async def is_stale(task: Task, mode: str, repetition: int, site: str, kcp: Any) -> bool:
+    """Whether the attempt has no recording, or one the harness no longer replays (``--stale``)."""
+    path = RECORDINGS / recording_name(task.name, mode, repetition)
+    if not path.exists():
+        return True
+    record = load_recording(path)
+    return not (await replay(record, site, kcp)).matches(record)
+
+
+def kept_attempts(path: Path, runs: set[tuple[str, str, int]]) -> list[Attempt]:
+    """The attempts of an earlier run's ``eval_results.json`` that are not among ``runs``, the
+    ``(task, mode, repetition)`` this run makes (``--update``)."""
     if not path.exists():
         return []
-    names = {task.name for task in tasks}
     earlier = [Attempt(**fields) for fields in json.loads(path.read_text())["attempts"]]
-    return [a for a in earlier if not (a.task in names and a.mode in modes and a.repetition < repeat)]
+    return [a for a in earlier if (a.task, a.mode, a.repetition) not in runs]
 
 
 def modes_of(attempts: list[Attempt]) -> list[str]:
@@ -240,31 +301,37 @@ def in_suite_order(attempts: list[Attempt]) -> list[Attempt]:
 
 async def run_all(args: argparse.Namespace, base_url: str, model: str) -> list[Attempt]:
     tasks = [BY_NAME[name] for name in args.tasks] if args.tasks else list(TASKS)
-    kept = (
-        kept_attempts(args.out / "eval_results.json", tasks, args.modes, args.repeat) if args.update else []
-    )
     attempts: list[Attempt] = []
     recorder = Recorder(base_url, args.api_key)
     recorder.start()
     try:
         with services() as (site, kcp):
-            for repetition in range(args.repeat):
-                for task in tasks:
-                    for mode in args.modes:
-                        # A fixed seed per repetition: the same attempt samples the same way again.
-                        sampling = {
-                            "seed": args.seed + repetition,
-                            "temperature": args.temperature,
-                            "max_tokens": args.max_tokens,
-                        }
-                        config = backend_config(recorder.url, model, mode, args.max_rounds, sampling)
-                        with new_world(site, kcp) as world:
-                            attempt = await run_attempt(task, mode, repetition, world, recorder, config)
-                        attempts.append(attempt)
-                        if args.record:
-                            save_recording(attempt, RECORDINGS, args.max_rounds)
-                        write_report(in_suite_order([*kept, *attempts]), model, args)
-                        print(progress_line(attempt), flush=True)
+            runs = [
+                (repetition, task, mode)
+                for repetition in range(args.repeat)
+                for task in tasks
+                for mode in args.modes
+                if not args.stale or await is_stale(task, mode, repetition, site, kcp)
+            ]
+            if args.stale:
+                print(f"{len(runs)} attempt(s) no longer replay and run again", flush=True)
+            made = {(task.name, mode, repetition) for repetition, task, mode in runs}
+            kept = kept_attempts(args.out / "eval_results.json", made) if args.update else []
+            for repetition, task, mode in runs:
+                # A fixed seed per repetition: the same sampling parameters again.
+                sampling = {
+                    "seed": args.seed + repetition,
+                    "temperature": args.temperature,
+                    "max_tokens": args.max_tokens,
+                }
+                config = backend_config(recorder.url, model, mode, args.max_rounds, sampling)
+                with new_world(site, kcp) as world:
+                    attempt = await run_attempt(task, mode, repetition, world, recorder, config)
+                attempts.append(attempt)
+                if args.record:
+                    save_recording(attempt, RECORDINGS, args.max_rounds)
+                write_report(in_suite_order([*kept, *attempts]), model, args)
+                print(progress_line(attempt), flush=True)
     finally:
         recorder.stop()
     return in_suite_order([*kept, *attempts])
@@ -400,7 +467,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="keep the other attempts of --out's eval_results.json and replace only those this run makes",
     )
+    parser.add_argument(
+        "--stale",
+        action="store_true",
+        help="run only the attempts whose recordings no longer replay through the harness, "
+        "record them and keep the rest (implies --record and --update)",
+    )
     args = parser.parse_args(argv)
+    args.record = args.record or args.stale
+    args.update = args.update or args.stale
     if bool(args.base_url) != bool(args.model):
         parser.error("--base-url and --model go together")
     with model_endpoint(args.base_url, args.model) as (base_url, model):

@@ -115,11 +115,11 @@ def test_an_update_replaces_only_the_attempts_it_runs_again(tmp_path: Path) -> N
     ]
     path = tmp_path / "eval_results.json"
     path.write_text(json.dumps({"model": "m", "attempts": [asdict(a) for a in earlier]}))
-    kept = kept_attempts(path, [BY_NAME["most-lines"]], ["code"], repeat=2)
+    kept = kept_attempts(path, {("most-lines", "code", 0), ("most-lines", "code", 1)})
     assert [(a.task, a.mode, a.repetition) for a in kept] == [
         ("read-a-file", "code", 0), ("read-a-file", "direct", 0), ("most-lines", "direct", 0),
         ("read-a-file", "code", 1), ("read-a-file", "direct", 1), ("most-lines", "direct", 1),
     ]  # fmt: skip
     again = [attempt("most-lines", "code", 1), attempt("most-lines", "code", 0)]
     assert in_suite_order([*kept, *again]) == earlier
-    assert kept_attempts(tmp_path / "none.json", [], ["code"], 1) == []
+    assert kept_attempts(tmp_path / "none.json", set()) == []

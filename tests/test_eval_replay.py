@@ -12,19 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evals.recording import (
-    RECORDINGS,
-    RERECORD,
-    Exchange,
-    Recorder,
-    Replayer,
-    recorded_programs,
-    stable,
-    timeless,
-)
-from evals.run import backend_config, run_attempt
+from evals.recording import RECORDINGS, RERECORD, recorded_programs, stable, timeless
+from evals.run import is_stale, load_recording, replay
 from evals.tasks import BY_NAME
-from evals.world import new_world, services
+from evals.world import services
 
 RECORDED_ATTEMPTS = sorted(RECORDINGS.glob("*.json"))
 MINIMUM_EXCHANGES = 30
@@ -32,14 +23,8 @@ MINIMUM_EXCHANGES = 30
 pytestmark = pytest.mark.anyio
 
 
-def load(path: Path) -> dict[str, Any]:
-    record: dict[str, Any] = json.loads(path.read_text())
-    record["exchanges"] = [Exchange(**exchange) for exchange in record["exchanges"]]
-    return record
-
-
 def test_enough_real_model_exchanges_are_recorded() -> None:
-    exchanges = sum(len(load(path)["exchanges"]) for path in RECORDED_ATTEMPTS)
+    exchanges = sum(len(load_recording(path)["exchanges"]) for path in RECORDED_ATTEMPTS)
     assert exchanges >= MINIMUM_EXCHANGES, f"{exchanges} recorded exchanges; record more with {RERECORD}"
 
 
@@ -77,24 +62,30 @@ def test_a_replayed_request_may_differ_only_in_the_times_of_the_worlds_files() -
 
 @pytest.mark.parametrize("path", RECORDED_ATTEMPTS, ids=[path.stem for path in RECORDED_ATTEMPTS])
 async def test_a_recorded_attempt_replays_through_the_harness(path: Path) -> None:
-    record = load(path)
+    record = load_recording(path)
+    with services() as (site, kcp):
+        replayed = await replay(record, site, kcp)
+    assert replayed.mismatch is None, f"{replayed.mismatch}\n\nRecord again with: {RERECORD}"
+    assert replayed.unasked == 0, "every recorded exchange was asked for"
+    assert (stable(replayed.attempt.reply), replayed.attempt.success) == (
+        stable(record["reply"]),
+        record["success"],
+    )
+    assert replayed.matches(record)
+
+
+async def test_stale_finds_an_attempt_the_harness_no_longer_makes(tmp_path: Path) -> None:
+    path = RECORDED_ATTEMPTS[0]
+    record = load_recording(path)
+    changed = load_recording(path)
+    changed["exchanges"][0].request["messages"][-1]["content"] += " (asked differently)"
+    missing = load_recording(path)
+    missing["exchanges"].append(missing["exchanges"][-1])
+    with services() as (site, kcp):
+        assert (await replay(record, site, kcp)).matches(record)
+        assert "changed since it was recorded" in str((await replay(changed, site, kcp)).mismatch)
+        assert (await replay(missing, site, kcp)).unasked == 1
     task = BY_NAME[record["task"]]
-    with services() as (site, kcp), new_world(site, kcp) as world:
-        values = {placeholder: value for value, placeholder in world.placeholders().items()}
-        replayer = Replayer(record["exchanges"], values)
-        replayer.start()
-        recorder = Recorder(replayer.url)  # as make eval ran it: through the recording proxy
-        recorder.start()
-        try:
-            first = record["exchanges"][0].request
-            sampling = {key: first[key] for key in ("seed", "temperature", "max_tokens") if key in first}
-            config = backend_config(
-                recorder.url, first["model"], record["mode"], record["rounds_limit"], sampling
-            )
-            attempt = await run_attempt(task, record["mode"], record["repetition"], world, recorder, config)
-        finally:
-            recorder.stop()
-            replayer.stop()
-    assert replayer.mismatch is None, f"{replayer.mismatch}\n\nRecord again with: {RERECORD}"
-    assert replayer.served == len(record["exchanges"]), "every recorded exchange was asked for"
-    assert (stable(attempt.reply), attempt.success) == (stable(record["reply"]), record["success"])
+    with services() as (site, kcp):
+        assert not await is_stale(task, record["mode"], record["repetition"], site, kcp)
+        assert await is_stale(task, record["mode"], 99, site, kcp), "no recording at all"

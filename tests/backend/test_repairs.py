@@ -524,6 +524,66 @@ async def test_the_nudge_says_how_to_go_on_in_each_mode() -> None:
     )
 
 
+@STREAMED
+@pytest.mark.parametrize(
+    "reply", ["", "Here is the corrected code:", EXAMPLE_CODE], ids=["empty", "colon", "code"]
+)
+async def test_a_nudge_after_a_failed_program_asks_for_the_fix_not_an_answer(
+    scope: ReplScope, stream: bool, reply: str
+) -> None:
+    # As Qwen2.5-Coder-1.5B did: told to answer from the results above when the only result was a
+    # traceback, it invented a total.
+    script = [
+        tool_reply(call("run_code", {"code": "{}['ids']"})),
+        text_reply(reply),
+        tool_reply(call("run_code", {"code": "6 * 7"})),
+        text_reply("It is 42."),
+    ]
+    with ScriptedOpenAI(script) as server:
+        result = await run(server, scope, stream=stream)
+    assert result.reply == "It is 42." and len(server.requests) == 4
+    [failed] = tool_results(server.requests[1])
+    assert "KeyError" in failed
+    nudge = server.requests[2]["messages"][-1]
+    assert nudge["role"] == "user" and "Your last program failed (the error is above). " in nudge["content"]
+    assert nudge["content"].endswith(
+        "The question was: question\n"
+        "Call run_code with the corrected program, or, if it cannot be fixed, say what went wrong."
+    )
+    assert "Answer it from the results above" not in nudge["content"]
+
+
+async def test_a_nudge_after_a_failure_in_each_mode_and_after_a_success(scope: ReplScope) -> None:
+    script = [tool_reply(call("nope", {})), text_reply(""), text_reply("sorry")]
+    with ScriptedOpenAI(script) as server:
+        await run(server, FakeToolSource(tools=[ECHO]))
+    assert server.requests[2]["messages"][-1]["content"] == (
+        "Your reply was empty. Your last tool call failed (the error is above). The question was: question\n"
+        "Call the tool again with corrected arguments, or, if it cannot be fixed, say what went wrong."
+    )
+    scope_script = [text_reply("```python\n1 / 0\n```"), text_reply("So:"), text_reply("sorry")]
+    with ScriptedOpenAI(scope_script) as server:
+        await run(server, scope, protocol="text")
+    assert "ZeroDivisionError" in server.requests[1]["messages"][-1]["content"]
+    assert server.requests[2]["messages"][-1]["content"] == (
+        "Your reply stopped at a colon, before what it announced. Your last program failed (the error is "
+        "above). The question was: question\n"
+        "Reply with the corrected ```python program, or, if it cannot be fixed, say what went wrong."
+    )
+    # A failure followed by a success: the nudge is the ordinary one again.
+    script = [
+        tool_reply(call("nope", {})),
+        tool_reply(call("echo", {"text": "hi"})),
+        text_reply(""),
+        text_reply("hi"),
+    ]
+    with ScriptedOpenAI(script) as server:
+        await run(server, FakeToolSource(tools=[ECHO]))
+    assert server.requests[3]["messages"][-1]["content"] == (
+        "Your reply was empty. The question was: question\nAnswer it from the tool results above, in plain words."
+    )
+
+
 async def test_temperature_and_max_tokens_reach_every_request() -> None:
     script = [tool_reply(call("run_code", {"code": "1"})), text_reply("ok"), text_reply("ok")]
     with ScriptedOpenAI(script) as server:

@@ -276,6 +276,7 @@ class OpenAiCompatibleBackend:
         used_ids = {call.id for message in history for call in message.tool_calls}
         reply: str | None = None
         last_result: str | None = None
+        last_failed = False  # the last round's call (or one of its calls) failed
         already_ran: dict[str, str] = {}  # program_key -> result, of each snippet that ran without error
         try:
             for round_number in range(1, self.config.max_rounds + 1):
@@ -316,9 +317,10 @@ class OpenAiCompatibleBackend:
                 code = wire.python_code(turn.content) if text_protocol and not final else None
                 if code is not None:
                     assert code_tool is not None
-                    last_result = await self._run_text_code(
+                    output = await self._run_text_code(
                         executor, tools_by_name, code, turn, summary, run_messages, session, already_ran
                     )
+                    last_result, last_failed = output.content, output.is_error
                     continue
                 text_calls: wire.TextCalls | None = None
                 if not final and tool_json and not turn.tool_calls:
@@ -348,7 +350,11 @@ class OpenAiCompatibleBackend:
                         summary.nudged = True
                         log_event("model.unfinished_reply", round=round_number, kind=unfinished, nudged=True)
                         text = wire.unfinished_reply_nudge(
-                            unfinished, code_tool, user_text, text_protocol=text_protocol
+                            unfinished,
+                            code_tool,
+                            user_text,
+                            text_protocol=text_protocol,
+                            after_failure=last_failed,
                         )
                         if reply:  # the model reads what the nudge is about
                             shown = wire.assistant_message(reply, [], turn.reasoning_content)
@@ -397,6 +403,7 @@ class OpenAiCompatibleBackend:
                 outputs = await asyncio.gather(
                     *(self._call(executor, c, runs.pop(i, None)) for i, c in enumerate(calls))
                 )
+                last_failed = any(output.is_error for output in outputs)
                 for call, output in zip(calls, outputs, strict=True):
                     summary.add_output(output, ran=call.ok)
                     summary.add_repairs(call.repairs)
@@ -430,9 +437,9 @@ class OpenAiCompatibleBackend:
         run_messages: list[Message],
         session: SessionHarness | None,
         already_ran: dict[str, str],
-    ) -> str:
+    ) -> ToolCallOutput:
         """Run a text-protocol reply's program as the code tool would be called (with the same
-        repairs); its result goes back as the next user message. Returns the result's text."""
+        repairs); its result goes back as the next user message, and is returned."""
         code_tool = wire.code_tool_name(tools_by_name)
         raw = wire.RawToolCall(id=f"text_{summary.rounds}", name=code_tool, arguments={"code": code})
         (call,) = wire.prepare_calls([raw], tools_by_name, already_ran=already_ran)
@@ -448,7 +455,7 @@ class OpenAiCompatibleBackend:
         run_messages.append(result)
         if session is not None:
             session.user_turn(result)
-        return output.content
+        return output
 
     async def _traced_complete(
         self, body: dict[str, Any], eager: EagerCalls | None, round_number: int
