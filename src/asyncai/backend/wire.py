@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from asyncai.backend.config import NO_ANSWER_TEXT, BackendConfig, Message, ToolCall
 from asyncai.code_mode.engine.contract import IMPORTABLE_MODULES
+from asyncai.code_mode.engine.read import SNIPPET_FILE
 from asyncai.humanize import count, one_line
 from asyncai.log import dumps_compact, preview
 from asyncai.tools.types import ToolDefinition
@@ -397,7 +398,7 @@ def _literal(node: ast.expr) -> Any:
 def _python_literal(text: str) -> Any:
     """Python literals from small models: single quotes, True/None, trailing commas, triple quotes."""
     try:
-        value = _literal(ast.parse(text.strip(), mode="eval").body)
+        value = _literal(ast.parse(text.strip(), SNIPPET_FILE, mode="eval").body)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return _NOT_DECODED
     return value if _jsonable(value) else _NOT_DECODED
@@ -1014,7 +1015,7 @@ def calls_in_text(content: str | None, names: Collection[str]) -> TextCalls | No
 def _calls_a_function(code: str, functions: Collection[str]) -> bool:
     """Whether ``code`` calls one of ``functions`` (a definition of one is not a call)."""
     try:
-        tree = ast.parse(code)
+        tree = ast.parse(code, SNIPPET_FILE)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         pattern = rf"(?<!def )\b(?:{'|'.join(map(re.escape, functions))})\s*\("
         return bool(functions) and re.search(pattern, code) is not None
@@ -1046,7 +1047,7 @@ def drop_pasted_stubs(code: str, functions: Collection[str]) -> tuple[str, tuple
     the stubs (they are defined already), and the names dropped. Unchanged when nothing else but
     imports would be left: the engine's refusal then says to call them."""
     try:
-        tree = ast.parse(code)
+        tree = ast.parse(code, SNIPPET_FILE)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return _drop_unparsable_stubs(code, functions)
     pasted = [
@@ -1080,7 +1081,7 @@ def drop_missing_imports(code: str) -> tuple[str, tuple[str, ...]]:
     uses (a small model's habitual ``import requests`` above a call of the catalog's ``http_get``),
     and those modules. Unchanged when it does not parse or nothing but imports would be left."""
     try:
-        tree = ast.parse(code)
+        tree = ast.parse(code, SNIPPET_FILE)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return code, ()
     used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
@@ -1134,7 +1135,7 @@ def _drop_unparsable_stubs(code: str, functions: Collection[str]) -> tuple[str, 
     if not dropped or not rest.strip():
         return code, ()
     try:
-        tree = ast.parse(rest)
+        tree = ast.parse(rest, SNIPPET_FILE)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return code, ()
     if all(isinstance(node, ast.Import | ast.ImportFrom) for node in tree.body):
@@ -1145,7 +1146,7 @@ def _drop_unparsable_stubs(code: str, functions: Collection[str]) -> tuple[str, 
 def program_key(code: str) -> str:
     """What two programs that differ only in layout, quotes, comments or imports have in common."""
     try:
-        tree = ast.parse(code)
+        tree = ast.parse(code, SNIPPET_FILE)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return code.strip()
     tree.body = [node for node in tree.body if not isinstance(node, ast.Import | ast.ImportFrom)]
@@ -1203,7 +1204,7 @@ def _is_program(code: str) -> bool:
     """Whether ``code`` is Python that does something (a value shown in a fence, such as a dict or
     a list of file names, is no program)."""
     try:
-        tree = ast.parse(code)
+        tree = ast.parse(code, SNIPPET_FILE)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return False
     return any(isinstance(node, _PROGRAM_NODES) for node in ast.walk(tree))

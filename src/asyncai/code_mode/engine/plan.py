@@ -31,6 +31,7 @@ from asyncai.code_mode.engine.preamble import BOUNDED, DISABLED_BUILTINS, INTERN
 from asyncai.code_mode.engine.read import (
     LAST_VALUE,
     SCAN_ON_LOOP_CHARS,
+    SNIPPET_FILE,
     SnippetScan,
     bind_last_value,
     parse_snippet,
@@ -236,7 +237,7 @@ def _starts_statement(line: str) -> bool:
 
 def _parses(source: str) -> bool:
     try:
-        ast.parse(source)
+        ast.parse(source, SNIPPET_FILE)
     except (SyntaxError, ValueError):
         return False
     return True
@@ -249,7 +250,7 @@ def runs_early(
     catalog functions, built-ins, helpers, functions of ``SAFE_MODULES`` and methods of values,
     and binds no name the scan protects."""
     try:
-        tree = ast.parse(statement.source)
+        tree = ast.parse(statement.source, SNIPPET_FILE)
     except (SyntaxError, ValueError):
         return False
     for node in ast.walk(tree):

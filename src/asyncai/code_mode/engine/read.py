@@ -13,6 +13,7 @@ import asyncio
 import json
 import re
 import sys
+import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -22,10 +23,22 @@ if TYPE_CHECKING:
 
 _CALL_START = re.compile(r"\b([A-Za-z_]\w*)\(")
 
+SNIPPET_FILE = "<snippet>"
+"""The file name every parse of a model's code gives: its parse-time warnings are told apart by it."""
+
+
+def quiet_snippet_warnings() -> None:
+    """Ignore the SyntaxWarnings Python gives while parsing a model's code (``1if x``, ``"\\d"``):
+    on the user's terminal they are noise, and the sandbox reports what matters itself."""
+    warnings.filterwarnings("ignore", category=SyntaxWarning, module=re.escape(SNIPPET_FILE) + r"\Z")
+
+
+quiet_snippet_warnings()
+
 
 def parse_snippet(code: str) -> ast.Module | None:
     try:
-        tree = compile(code, "<snippet>", "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        tree = compile(code, SNIPPET_FILE, "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     except Exception:  # SyntaxError, and MemoryError/RecursionError on pathological input
         return None
     return tree if isinstance(tree, ast.Module) else None
@@ -351,7 +364,7 @@ def literal_calls(
         if end is None:
             continue
         try:
-            node = ast.parse(line[match.start() : end + 1], mode="eval").body
+            node = ast.parse(line[match.start() : end + 1], SNIPPET_FILE, mode="eval").body
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             continue
         call = _literal_call(node, catalog, allowed)
