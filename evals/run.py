@@ -248,7 +248,7 @@ def load_recording(path: Path) -> dict[str, Any]:
     return record
 
 
-async def replay(record: dict[str, Any], site: str, kcp: Any) -> Replayed:
+async def replay(record: dict[str, Any], site: str, kcp: str) -> Replayed:
     """Run ``record`` (see ``load_recording``) again through the whole harness in a new world."""
     task = BY_NAME[record["task"]]
     with new_world(site, kcp) as world:
@@ -270,7 +270,7 @@ async def replay(record: dict[str, Any], site: str, kcp: Any) -> Replayed:
     return Replayed(attempt, replayer.mismatch, len(record["exchanges"]) - replayer.served)
 
 
-async def is_stale(task: Task, mode: str, repetition: int, site: str, kcp: Any) -> bool:
+async def is_stale(task: Task, mode: str, repetition: int, site: str, kcp: str) -> bool:
     """Whether the attempt has no recording, or one the harness no longer replays (``--stale``)."""
     path = RECORDINGS / recording_name(task.name, mode, repetition)
     if not path.exists():

@@ -1243,22 +1243,18 @@ def unfinished_reply_nudge(why: UnfinishedReply, code_tool: str | None, question
     small model that went astray after a tool result has often lost it, and how to go on.
     ``after_failure``: the last call failed, so there is nothing to answer from yet (a model told
     to answer from the results above then invents one)."""
-    opening = _UNFINISHED_OPENINGS[why]
-    if after_failure:
-        opening += (
-            " Your last "
-            + ("tool call" if code_tool is None else "program")
-            + " failed (the error is above)."
-        )
+    failed = "tool call" if code_tool is None else "program"
+    opening = _UNFINISHED_OPENINGS[why] + (
+        f" Your last {failed} failed (the error is above)." if after_failure else ""
+    )
     asked = f"{opening} The question was: {one_line(question, LAST_RESULT_PREVIEW_CHARS)}\n"
     if after_failure:
-        retry = (
-            "Call the tool again with corrected arguments"
-            if code_tool is None
-            else "Reply with the corrected ```python program"
-            if text_protocol
-            else f"Call {code_tool} with the corrected program"
-        )
+        if code_tool is None:
+            retry = "Call the tool again with corrected arguments"
+        elif text_protocol:
+            retry = "Reply with the corrected ```python program"
+        else:
+            retry = f"Call {code_tool} with the corrected program"
         return f"{asked}{retry}, or, if it cannot be fixed, say what went wrong."
     if code_tool is None:
         return f"{asked}Answer it from the tool results above, in plain words."
