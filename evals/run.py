@@ -314,7 +314,9 @@ async def run_all(args: argparse.Namespace, base_url: str, model: str) -> list[A
                 if not args.stale or await is_stale(task, mode, repetition, site, kcp)
             ]
             if args.stale:
-                print(f"{len(runs)} attempt(s) no longer replay and run again", flush=True)
+                print(
+                    f"{len(runs)} attempt(s) to run: no recording, or one that no longer replays", flush=True
+                )
             made = {(task.name, mode, repetition) for repetition, task, mode in runs}
             kept = kept_attempts(args.out / "eval_results.json", made) if args.update else []
             for repetition, task, mode in runs:
