@@ -514,7 +514,8 @@ async def test_the_nudge_says_how_to_go_on_in_each_mode() -> None:
     with ScriptedOpenAI(script) as server:
         await run(server, FakeToolSource(tools=[ECHO]))
     assert server.requests[2]["messages"][-1]["content"] == (
-        "Your reply was empty. The question was: question\nAnswer it from the tool results above, in plain words."
+        "Your reply was empty. The question was: question\n"
+        "Answer it from the results above, in plain words, or call a tool if you need more."
     )
     with ScriptedOpenAI([text_reply("```python\n1 + 1\n```"), text_reply(""), text_reply("2")]) as server:
         await run(server, FakeToolSource(), protocol="text")
@@ -580,7 +581,8 @@ async def test_a_nudge_after_a_failure_in_each_mode_and_after_a_success(scope: R
     with ScriptedOpenAI(script) as server:
         await run(server, FakeToolSource(tools=[ECHO]))
     assert server.requests[3]["messages"][-1]["content"] == (
-        "Your reply was empty. The question was: question\nAnswer it from the tool results above, in plain words."
+        "Your reply was empty. The question was: question\n"
+        "Answer it from the results above, in plain words, or call a tool if you need more."
     )
 
 

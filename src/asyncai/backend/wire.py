@@ -1257,8 +1257,9 @@ def unfinished_reply_nudge(why: UnfinishedReply, code_tool: str | None, question
             retry = f"Call {code_tool} with the corrected program"
         return f"{asked}{retry}, or, if it cannot be fixed, say what went wrong."
     if code_tool is None:
-        return f"{asked}Answer it from the tool results above, in plain words."
-    more = "reply with a ```python program" if text_protocol else f"call {code_tool}"
+        more = "call a tool"
+    else:
+        more = "reply with a ```python program" if text_protocol else f"call {code_tool}"
     return f"{asked}Answer it from the results above, in plain words, or {more} if you need more."
 
 
