@@ -27,13 +27,8 @@ SNIPPET_FILE = "<snippet>"
 """The file name every parse of a model's code gives: its parse-time warnings are told apart by it."""
 
 
-def quiet_snippet_warnings() -> None:
-    """Ignore the SyntaxWarnings Python gives while parsing a model's code (``1if x``, ``"\\d"``):
-    on the user's terminal they are noise, and the sandbox reports what matters itself."""
-    warnings.filterwarnings("ignore", category=SyntaxWarning, module=re.escape(SNIPPET_FILE) + r"\Z")
-
-
-quiet_snippet_warnings()
+# The SyntaxWarnings of parsing a model's code (``1if x``) are noise on the user's terminal.
+warnings.filterwarnings("ignore", category=SyntaxWarning, module=re.escape(SNIPPET_FILE) + r"\Z")
 
 
 def parse_snippet(code: str) -> ast.Module | None:
