@@ -34,7 +34,8 @@ a dict, or a callable ``(request_body) -> dict`` for dynamic answers. Dict keys 
                        ``threading.Event`` it gives as ``release``); ``holding`` is set meanwhile
 ``chunk_delay``        streaming: seconds between chunks (a model writing at a given rate)
 
-``stream_ended`` records ``time.perf_counter()`` after each streamed answer's last chunk went out.
+``stream_ended`` records ``time.perf_counter()`` as each streamed answer's last chunk goes out (just
+before it, so the client cannot have seen the end earlier).
 
 When the script runs out the server answers HTTP 500 "script exhausted".
 """
@@ -315,5 +316,6 @@ class ScriptedOpenAI:
             elif number and spec.get("chunk_delay"):
                 await anyio.sleep(spec["chunk_delay"])  # the model's writing speed, not synchronisation
             yield f"data: {json.dumps(item)}\n\n".encode()
-        yield b"data: [DONE]\n\n"
+        # Before the last bytes go out: after them the client may act before this generator resumes.
         self.stream_ended.append(time.perf_counter())
+        yield b"data: [DONE]\n\n"
