@@ -255,9 +255,6 @@ def test_inspect_a_sample_is_said_once_in_the_rules_not_on_every_stub() -> None:
     tools = [_tool("a", output=None), _tool("b", output=None)]
     assert run_code_description(tools).count("inspect a small sample") == 1
     assert NO_SCHEMA_RULE in run_code_description(tools)
-    typed = [_tool("a", output={"type": "object"}), _tool("b", output={"type": "object"})]
-    assert "sample" not in run_code_description(typed), "said only where a stub is marked -> Any"
-    assert NO_SCHEMA_RULE in run_code_description(typed, budget=0), "an index hides the markers"
 
 
 def test_stub_arg_descriptions_are_one_line_and_cut_between_sentences() -> None:
@@ -386,8 +383,7 @@ def test_description_has_rules_contract_and_catalog_in_order() -> None:
     text = run_code_description(_kcp_tools())
     rules, catalog = text.split("Functions:\n", 1)
     assert catalog.strip() == render_catalog(_kcp_tools())
-    # A small model pays for every character of the rules on every request.
-    assert 1_200 <= len(rules) <= 1_800
+    assert 1_500 <= len(rules) <= 3_000
     for needle in (
         "ONE complete program",
         "keyword arguments only",
@@ -409,6 +405,7 @@ def test_description_has_rules_contract_and_catalog_in_order() -> None:
         "del",
         "globals()",
         "operator",
+        "lambdas for key=",
         "a str is returned as-is",
         "compact JSON",
         "(no output; the last expression was None)",

@@ -27,37 +27,46 @@ from asyncai.tools.types import ToolDefinition
 DEFAULT_CATALOG_BUDGET: Final = 16_000
 
 _RULES: Final = """\
-Run Python (Monty, a subset of Python 3) that calls the async functions below; each runs a tool.
+Run Python in a sandbox (Monty, a subset of Python 3) that calls the async functions listed below; \
+each one runs a tool.
 
 How to work:
-- Write ONE complete program that fetches, filters and returns the answer; inspect data shapes \
-only after a failure.
-- Call with keyword arguments only, and await: x = await f(a=1). In parallel: \
-a, b = await asyncio.gather(f(a=1), g(b=2)) (no return_exceptions). A failing call raises \
-RuntimeError.
-- asyncio, json and re are imported. The functions below are defined: never define them or assign \
-to their names.
-- Helpers (a variable of the same name hides one): items(x) the list in a result; names(x) each \
-element's name; dig(obj, "a.b", default=None); count_by(xs, *path) {{value: count}}; to_json(x).
-- A function returns its structured result (see Returns:), else its text parsed as JSON, else the \
-text; other parts are dicts like {{"type": "image", "mime_type": ..., "data": ...}}.{no_schema}
-- Variables persist across run_code calls (restart: true clears them). Only what run_code returned \
-stays in the chat history.
-- No filesystem, environment, network or subprocess access. No class inheritance, @property, \
-yield, del, globals(), or the operator, io, textwrap and statistics modules.
+- Plan first, then write ONE complete program that fetches, filters and returns the answer. \
+Inspect data shapes only after a failure.
+- Call functions with keyword arguments only, and always await them: x = await f(a=1).
+- Parallel calls: a, b = await asyncio.gather(f(a=1), g(b=2)). gather takes no keyword arguments \
+(no return_exceptions).
+- A failing call raises RuntimeError; catch it with try/except to carry on.
+- asyncio, json and re are already imported.
+- The functions below are already defined: call them, never define them or assign to their names.
+- Helpers (a variable of the same name hides one): items(x) is the list in a result (x itself, \
+x["items"], or a dict's only list); names(x) is the metadata.name (else name, else id) of each element; \
+dig(obj, *path, default=None) reads a nested value, path segments dotted or split: \
+dig(pod, "status.phase"), dig(i, "spec", "name"); count_by(xs, *path) is {{value: count}} of the value \
+at path; to_json(x, indent=None) is json.dumps with str() for unknown types.
+- A function's value is its tool's structured result when it has one (the shape in Returns:), \
+else its text parsed as JSON when it parses, else the text as a str. Images, audio and embedded \
+resources are dicts: {{"type": "image", "mime_type": ..., "data": "<base64>"}}; a result of several \
+parts is a list. A function marked -> Any has no output schema: inspect a small sample before \
+relying on its shape.
+- Variables persist across run_code calls in this conversation; restart: true clears them. Only \
+what run_code returned stays in the chat history: keep large data in variables and reuse it instead \
+of fetching again.
+- No filesystem, environment, network or subprocess access: the functions below are the only way out.
+- Not supported: class inheritance (so no custom exception classes), method decorators such as \
+@property, generators/yield, del, globals(); modules such as operator, io, textwrap and statistics \
+are missing. Use dicts or dataclasses, plain functions, built-in exceptions, and lambdas for key=.
 
 Result:
-- The last expression: a str is returned as-is, else compact JSON. A snippet that ends with an \
-assignment (x = ...) returns the value assigned; None gives "{no_output}". print() output comes \
-too: {{"output": ..., "result": ...}}.
-- Over {max_result} characters is rejected: return only what answers the question.
+- The last expression is the result: a str is returned as-is, anything else as compact JSON. \
+A snippet that ends with an assignment (x = ...) returns the value assigned. If the result is None \
+you get "{no_output}".
+- print() output is returned too: {{"output": "<printed>", "result": <last expression>}}.
+- Results over {max_result} characters are rejected: filter, count or select fields in Python \
+and return only what answers the question.
 
 Functions:
 """
-# Said only where it applies: when a stub is marked -> Any, or the catalog is an index.
-_NO_SCHEMA_RULE: Final = (
-    " A function marked -> Any has no output schema: inspect a small sample before relying on its shape."
-)
 
 
 def _resources_section(resource_servers: Sequence[str]) -> str:
@@ -79,24 +88,14 @@ def run_code_description(
     cannot be called from a snippet (they need MCP task augmentation). Over ``budget`` characters
     the stubs give way to an index (see the module docstring).
     """
-    catalog = render_catalog(tools)
-    rules = _rules(max_result_chars, any_untyped="-> Any:" in catalog)
-    full = _with_extras([rules, catalog], resource_servers, left_out)
+    rules = _RULES.format(no_output=NO_OUTPUT_TEXT, max_result=count(max_result_chars)).rstrip("\n")
+    full = _with_extras([rules, render_catalog(tools)], resource_servers, left_out)
     if len(full) <= budget:
         return full
-    rules = _rules(max_result_chars, any_untyped=True)
     extras = _with_extras([], resource_servers, left_out)
     room = budget - len(rules) - len(extras) - 4
     index = render_index(sanitize_names(tools), max(room, 0), full_size=len(full))
     return _with_extras([rules, index], resource_servers, left_out)
-
-
-def _rules(max_result_chars: int, *, any_untyped: bool) -> str:
-    return _RULES.format(
-        no_output=NO_OUTPUT_TEXT,
-        max_result=count(max_result_chars),
-        no_schema=_NO_SCHEMA_RULE if any_untyped else "",
-    ).rstrip("\n")
 
 
 def _with_extras(parts: list[str], resource_servers: Sequence[str], left_out: Sequence[str]) -> str:
