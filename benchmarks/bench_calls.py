@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from asyncai.code_mode import CodeMode, CodeModeLimits
 from asyncai.tools.mcp.client import McpServers
 from asyncai.tools.mcp.specs import stdio_spec
 from bench_server import RECORDS_PER_10_MB
-from report import Row, Stats, arguments, save_section, side_by_side, timed_async
+from report import Row, arguments, interleaved, save_section, side_by_side
 
 SERVER = f"bench={sys.executable} {Path(__file__).resolve().with_name('bench_server.py')}"
 SEQUENTIAL = 1_000
@@ -143,17 +142,6 @@ async def measure(runs: int) -> list[Row]:
         finally:
             await code_mode.aclose()
     return rows
-
-
-async def interleaved(harnesses: list[Callable[[], Awaitable[Any]]], runs: int) -> list[Stats]:
-    """Each harness once per round, so drift on a shared machine hits all alike (a warm-up first)."""
-    samples: list[list[float]] = [[] for _ in harnesses]
-    for round_ in range(runs + 1):
-        for harness, times in zip(harnesses, samples, strict=True):
-            elapsed = await timed_async(harness)
-            if round_:
-                times.append(elapsed)
-    return [Stats.of(times) for times in samples]
 
 
 def main() -> None:

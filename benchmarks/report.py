@@ -80,19 +80,25 @@ async def timed_async(fn: Callable[[], Awaitable[Any]]) -> float:
     return time.perf_counter() - start
 
 
+async def interleaved(
+    harnesses: Sequence[Callable[[], Awaitable[Any]]], runs: int, warmup: int = 1
+) -> list[Stats]:
+    """Each harness once a round, so drift on a shared machine hits all alike."""
+    for _ in range(warmup):
+        for harness in harnesses:
+            await harness()
+    samples: list[list[float]] = [[] for _ in harnesses]
+    for _ in range(runs):
+        for harness, times in zip(harnesses, samples, strict=True):
+            times.append(await timed_async(harness))
+    return [Stats.of(times) for times in samples]
+
+
 async def side_by_side(
     ours: Callable[[], Awaitable[Any]], theirs: Callable[[], Awaitable[Any]], runs: int, warmup: int = 1
 ) -> tuple[Stats, Stats]:
-    """Alternate the two so drift on a shared machine hits both alike."""
-    for _ in range(warmup):
-        await ours()
-        await theirs()
-    mine: list[float] = []
-    base: list[float] = []
-    for _ in range(runs):
-        mine.append(await timed_async(ours))
-        base.append(await timed_async(theirs))
-    return Stats.of(mine), Stats.of(base)
+    mine, base = await interleaved([ours, theirs], runs, warmup)
+    return mine, base
 
 
 def arguments(runs: int, description: str | None = None) -> argparse.ArgumentParser:
