@@ -184,7 +184,9 @@ async def split_of(ours: AsyncaiInProcess, scenario: str, runs: int) -> dict[str
 # --- measuring ------------------------------------------------------------------------------------
 
 
-async def interleaved(harnesses: list[Any], scenario: str, runs: int) -> tuple[list[Stats], list[Outcome]]:
+async def interleaved_checked(
+    harnesses: list[Any], scenario: str, runs: int
+) -> tuple[list[Stats], list[Outcome]]:
     """One warm-up each, then ``runs`` rounds of one run per harness; every answer checked."""
     firsts = []
     for harness in harnesses:
@@ -213,7 +215,7 @@ async def measure(runs: int) -> tuple[list[Row], dict[str, dict[str, float]]]:
         async with floor(client) as bare:
             harnesses: list[Any] = [ours, bare, peer]
             for scenario in SCENARIOS:
-                (mine, base, theirs), _ = await interleaved(harnesses, scenario, runs)
+                (mine, base, theirs), _ = await interleaved_checked(harnesses, scenario, runs)
                 split = await split_of(ours, scenario, runs)
                 splits[scenario] = split
                 print(
