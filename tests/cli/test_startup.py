@@ -35,6 +35,17 @@ HEAVY = (
 )
 """What parsing arguments and printing help never needs."""
 
+RUN_ONLY = (
+    "logging",
+    "asyncai.log",
+    "asyncai.telemetry.export",
+    "asyncai.tools.mcp.specs",
+    "asyncai.tools.types",
+    "asyncai.code_mode.limits",
+)
+"""What a command loads once it runs, never to print its help: logging and tracing, the server
+specs, the tool types, the limits (their dataclasses alone took a tenth of ``--help``'s time)."""
+
 AGENT = ("asyncai.backend.openai", "asyncai.cli.chat", "asyncai.runtime", "asyncai.transcripts", "rich")
 """What only the agent (a model, a chat, sessions) needs."""
 
@@ -74,13 +85,35 @@ def test_parsing_any_command_and_setting_up_its_answers_import_none_of_the_heavy
 def test_help_loads_nothing_heavy(command: str) -> None:
     modules = imported_by(*command.split(), "--help")
     assert "asyncai.cli.agent_command" in modules, "the probe ran the real entry point"
-    assert loaded(modules, HEAVY) == []
+    assert loaded(modules, HEAVY + RUN_ONLY) == []
 
 
 def test_run_code_runs_without_loading_the_agent() -> None:
     modules = imported_by("run-code", "-c", "6 * 7")
     assert "pydantic_monty" in modules, "the snippet ran in the sandbox"
     assert loaded(modules, AGENT) == []
+
+
+@pytest.mark.parametrize("package", ["asyncai.tools", "asyncai.code_mode", "asyncai.backend"])
+def test_every_name_a_package_exports_imports_on_first_use(package: str) -> None:
+    code = f"import {package} as p; print(sorted(n for n in p.__all__ if getattr(p, n) is None))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_usage_error_exits_2_in_one_line_though_its_class_was_never_imported() -> None:
+    from asyncai.cli.main import _bad_input
+    from asyncai.code_mode import SandboxConfigError
+    from asyncai.tools import ConfigError, ServerStartError
+
+    assert {ConfigError, ServerStartError, SandboxConfigError} <= set(_bad_input())
+    done = subprocess.run(
+        [sys.executable, "-m", "asyncai.cli.main", "--mcp-config", "/nonexistent/asyncai.json", "tools"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("asyncai: ") and len(done.stderr.strip().splitlines()) == 1
 
 
 def test_the_library_names_still_import_on_first_use() -> None:

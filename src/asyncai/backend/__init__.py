@@ -5,17 +5,17 @@ HTTP goes through ``httpx2``, already a dependency of asyncai through ``mcp``; n
 
 from typing import TYPE_CHECKING
 
-from asyncai.backend.config import (
-    DEFAULT_SYSTEM_PROMPT,
-    FINAL_ROUND_INSTRUCTION,
-    NO_ANSWER_TEXT,
-    BackendConfig,
-    Message,
-    ToolCall,
-)
 from asyncai.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from asyncai.backend.config import (
+        DEFAULT_SYSTEM_PROMPT,
+        FINAL_ROUND_INSTRUCTION,
+        NO_ANSWER_TEXT,
+        BackendConfig,
+        Message,
+        ToolCall,
+    )
     from asyncai.backend.harness import ModelTurn, SessionHarness
     from asyncai.backend.metrics import TurnSummary
     from asyncai.backend.openai import ModelServerError, OpenAiCompatibleBackend, RunResult
@@ -24,6 +24,17 @@ if not TYPE_CHECKING:  # the type checker sees the imports above, and no attribu
     __getattr__ = lazy_exports(
         __name__,
         {
+            **dict.fromkeys(
+                (
+                    "DEFAULT_SYSTEM_PROMPT",
+                    "FINAL_ROUND_INSTRUCTION",
+                    "NO_ANSWER_TEXT",
+                    "BackendConfig",
+                    "Message",
+                    "ToolCall",
+                ),
+                "config",
+            ),
             "ModelServerError": "openai",
             "OpenAiCompatibleBackend": "openai",
             "RunResult": "openai",

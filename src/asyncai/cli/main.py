@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -33,10 +32,6 @@ from asyncai.cli.parsing import (
     suppress_defaults,
 )
 from asyncai.cli.settings import Settings, UsageError, resolve
-from asyncai.code_mode import SandboxConfigError
-from asyncai.log import configure_logging
-from asyncai.telemetry.export import TracingUnavailable, start_export
-from asyncai.tools import ConfigError, ServerStartError
 from asyncai.wording import use_flags
 
 Command = Callable[[Settings], Awaitable[int]]
@@ -107,6 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with terminal.preserved(sys.stdin):
             settings = parse_settings(sys.argv[1:] if argv is None else argv)
+            from asyncai.log import configure_logging  # what a command needs: once one runs
+            from asyncai.telemetry.export import start_export
+
             configure_logging(settings.switch("verbose"))
             export = start_export(settings.text("otlp"), os.environ)
             from asyncai.cli import shutdown  # asyncio: only once a command runs
@@ -116,7 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             finally:
                 if export is not None:
                     export.shutdown()
-    except (UsageError, ConfigError, ServerStartError, SandboxConfigError, TracingUnavailable) as exc:
+    except Exception as exc:
+        if not isinstance(exc, _bad_input()):
+            raise
         print(f"asyncai: {exc}", file=sys.stderr)
         status = 2
     except KeyboardInterrupt:  # before the event loop runs
@@ -127,11 +127,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+def _bad_input() -> tuple[type[Exception], ...]:
+    """The errors that are the user's input (exit status 2), imported only once one was raised:
+    their modules are not loaded by a command that never reaches them (``asyncai --help``)."""
+    from asyncai.code_mode import SandboxConfigError
+    from asyncai.telemetry.export import TracingUnavailable
+    from asyncai.tools import ConfigError, ServerStartError
+
+    return (UsageError, ConfigError, ServerStartError, SandboxConfigError, TracingUnavailable)
+
+
 def run() -> NoReturn:
     """The console script: ``main``, then exit without tearing the interpreter down. Every server,
     worker and file asyncai opened is closed by then; what is left is freeing the imported modules,
     which the operating system does faster (about a tenth of a second of ``run-code``'s start-up)."""
     status = main()
+    import logging  # loaded by any command that ran; not by --help, which exits in main
+
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from asyncai.cli.settings import Settings, UsageError, add_mcp_options, server_specs, sign_in_mode
-from asyncai.tools import HttpServerSpec, http_spec
+
+if TYPE_CHECKING:
+    from asyncai.tools import HttpServerSpec
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,6 +24,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _target(settings: Settings) -> HttpServerSpec:
+    from asyncai.tools import HttpServerSpec, http_spec  # the specs: once the command runs
+
     target = settings.text("mcp_target") or ""
     specs = server_specs(settings)
     for spec in specs:

@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from asyncai.approvals import MUTATION_POLICIES, MutationPolicy
 from asyncai.backend.config import PROTOCOLS
-from asyncai.code_mode import SANDBOX_KINDS, CodeModeLimits, SandboxConfig
-from asyncai.code_mode.limits import parse_memory
-from asyncai.code_mode.sandbox.config import SandboxKind
+from asyncai.code_mode.sandbox.config import SANDBOX_KINDS, SandboxKind
 from asyncai.tools.mcp.asking import ELICITATION_POLICIES, SAMPLING_POLICIES
 
 if TYPE_CHECKING:
+    from asyncai.code_mode import CodeModeLimits, SandboxConfig
     from asyncai.skills.skillset import SkillSet
     from asyncai.tools import ServerSpec
     from asyncai.tools.mcp.asking import Person
@@ -483,6 +482,8 @@ def someone_can_sign_in() -> bool:
 
 
 def _size(settings: Settings, key: str, default: int) -> int:
+    from asyncai.code_mode.limits import parse_memory  # the limits' dataclass: once a command runs
+
     value = settings.get(key)
     try:
         return parse_memory(str(value)) if value is not None else default
@@ -491,6 +492,8 @@ def _size(settings: Settings, key: str, default: int) -> int:
 
 
 def code_limits(settings: Settings) -> CodeModeLimits:
+    from asyncai.code_mode.limits import CodeModeLimits
+
     defaults = CodeModeLimits()
     max_memory = _size(settings, "code_max_memory", defaults.max_memory)
     max_state = _size(settings, "code_max_state", defaults.max_state)
@@ -510,6 +513,8 @@ def sandbox_config(settings: Settings) -> SandboxConfig:
     kind = settings.text("code_sandbox", "auto")
     if kind not in SANDBOX_KINDS:
         raise UsageError(f"--code-sandbox must be one of {', '.join(SANDBOX_KINDS)}, not {kind!r}")
+    from asyncai.code_mode.sandbox.config import SandboxConfig
+
     return SandboxConfig(
         kind=cast(SandboxKind, kind),
         monty_url=settings.text("monty_url"),

@@ -9,10 +9,9 @@ from typing import TYPE_CHECKING, TextIO
 
 from asyncai.cli.settings import Settings, add_mcp_options
 from asyncai.humanize import count
-from asyncai.tools import DuplicateTool, ToolRoute
 
 if TYPE_CHECKING:
-    from asyncai.tools import McpServers, ServerSummary
+    from asyncai.tools import DuplicateTool, McpServers, ServerSummary, ToolRoute
 
 TASK_ONLY_NOTE = "task-only: not callable from snippets"
 NO_SERVERS = "(no MCP servers: configure them with --mcp-stdio, --mcp-http or --mcp-config)"
