@@ -261,11 +261,17 @@ json.dump(
 """
 
 
-async def scan_snippet_off_loop(code: str, functions: Collection[str] = ()) -> SnippetScan:
+async def scan_snippet_off_loop(code: str, functions: Collection[str], deadline: float) -> SnippetScan:
     """``scan_snippet`` that never holds the event loop: a long snippet is scanned in a child
-    process (killed if the caller gives up, e.g. at the snippet's wall clock)."""
+    process, killed at ``deadline`` seconds (``TimeoutError``). A short one is scanned at once,
+    with no timer (a small snippet's scan takes microseconds)."""
     if len(code) <= SCAN_ON_LOOP_CHARS:
         return scan_snippet(code, functions)
+    async with asyncio.timeout(deadline):
+        return await _scan_in_child(code, functions)
+
+
+async def _scan_in_child(code: str, functions: Collection[str]) -> SnippetScan:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
