@@ -61,6 +61,11 @@ class Attempt:
     repairs: int
     seconds: float
     reply: str
+    tool_calls: int = 0
+    """The model's tool calls that ran (``run_code``'s, or the servers' tools in direct mode)."""
+    named_calls: int = 0
+    """Of those, calls of a catalog function by its own name, run as a one-call snippet (the
+    ``catalog_name`` repair): the model called a tool where code mode asks for a program."""
     exchanges: list[Exchange] = field(default_factory=list, repr=False)
 
 
@@ -150,6 +155,8 @@ async def run_attempt(task: Task, mode: str, repetition: int, world: World, reco
         repairs=summary.repaired if summary is not None else 0,
         seconds=round(seconds, 1),
         reply=(result.reply if result is not None else error or "")[:2000],
+        tool_calls=summary.run_code_calls if summary is not None else 0,
+        named_calls=summary.repairs.get("catalog_name", 0) if summary is not None else 0,
         exchanges=exchanges,
     )
 
@@ -384,8 +391,12 @@ def markdown(attempts: list[Attempt], model: str, args: argparse.Namespace) -> s
         "",
         "## By mode and size",
         "",
-        "| mode | size | success | prompt tokens per attempt |",
-        "|---|---|---|---|",
+        "Tool calls by a function's own name: of the model's tool calls that ran, those that called "
+        "a catalog function as if it were a tool, each run as a one-call snippet; in direct mode "
+        "every call is one.",
+        "",
+        "| mode | size | success | prompt tokens per attempt | tool calls by a function's own name |",
+        "|---|---|---|---|---|",
     ]
     for mode in modes_of(attempts):
         for size in ("one", "few", "loop", "several", "all"):
@@ -394,7 +405,11 @@ def markdown(attempts: list[Attempt], model: str, args: argparse.Namespace) -> s
                 rate = sum(a.success for a in group) / len(group)
                 tokens = sum(a.prompt_tokens for a in group) / len(group)
                 won = sum(a.success for a in group)
-                lines.append(f"| {mode} | {size} | {rate:.0%} ({won}/{len(group)}) | {tokens:,.0f} |")
+                calls = sum(a.tool_calls for a in group)
+                named = "–" if mode == "direct" else f"{sum(a.named_calls for a in group)} of {calls}"
+                lines.append(
+                    f"| {mode} | {size} | {rate:.0%} ({won}/{len(group)}) | {tokens:,.0f} | {named} |"
+                )
     failed = [a for a in attempts if not a.success]
     lines += ["", "## Every failed attempt", "",
               "Classified by rule (`evals.run.classify`): the harness's fault (no answer, a call it did "

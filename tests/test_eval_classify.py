@@ -87,18 +87,18 @@ def test_a_number_in_the_worlds_own_path_is_not_read_as_the_answer(tmp_path: Pat
 
 
 def test_the_table_sums_the_tasks_that_need_several_calls() -> None:
-    def attempt(size: str, mode: str, success: bool, prompt_tokens: int) -> Attempt:
+    def attempt(size: str, mode: str, success: bool, prompt_tokens: int, named: int = 0) -> Attempt:
         task = {"one": "read-a-file", "few": "follow-a-link", "loop": "most-lines"}[size]
         return Attempt(task, size, mode, 0, success, None if success else "model: wrong answer",
-                       2, prompt_tokens, 10, 100, 0, 1.0, "reply")  # fmt: skip
+                       2, prompt_tokens, 10, 100, named, 1.0, "reply", tool_calls=2, named_calls=named)  # fmt: skip
 
-    attempts = [attempt("one", "code", True, 1000), attempt("few", "code", True, 2000),
-                attempt("loop", "code", False, 4000), attempt("few", "direct", False, 5000)]  # fmt: skip
+    attempts = [attempt("one", "code", True, 1000), attempt("few", "code", True, 2000, named=1),
+                attempt("loop", "code", False, 4000, named=2), attempt("few", "direct", False, 5000)]  # fmt: skip
     args = argparse.Namespace(repeat=1, seed=1, temperature=0.2, max_rounds=6, modes=["code", "direct"])
     table = markdown(attempts, "m", args)
-    assert "| code | several | 50% (1/2) | 3,000 |" in table
-    assert "| code | all | 67% (2/3) | 2,333 |" in table
-    assert "| direct | several | 0% (0/1) | 5,000 |" in table
+    assert "| code | several | 50% (1/2) | 3,000 | 3 of 4 |" in table
+    assert "| code | all | 67% (2/3) | 2,333 | 3 of 6 |" in table
+    assert "| direct | several | 0% (0/1) | 5,000 | – |" in table
     assert "| direct | one |" not in table, "a group without attempts has no row"
 
 

@@ -71,6 +71,10 @@ async def test_a_recorded_attempt_replays_through_the_harness(path: Path) -> Non
         stable(record["reply"]),
         record["success"],
     )
+    assert (replayed.attempt.tool_calls, replayed.attempt.named_calls) == (
+        record["tool_calls"],
+        record["named_calls"],
+    ), "the calls, and those that named a catalog function, counted as when recorded"
     assert replayed.matches(record)
 
 
