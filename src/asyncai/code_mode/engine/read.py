@@ -261,13 +261,13 @@ json.dump(
 """
 
 
-async def scan_snippet_off_loop(code: str, functions: Collection[str], deadline: float) -> SnippetScan:
+async def scan_snippet_off_loop(code: str, functions: Collection[str], timeout: float) -> SnippetScan:
     """``scan_snippet`` that never holds the event loop: a long snippet is scanned in a child
-    process, killed at ``deadline`` seconds (``TimeoutError``). A short one is scanned at once,
+    process, killed after ``timeout`` seconds (``TimeoutError``). A short one is scanned at once,
     with no timer (a small snippet's scan takes microseconds)."""
     if len(code) <= SCAN_ON_LOOP_CHARS:
         return scan_snippet(code, functions)
-    async with asyncio.timeout(deadline):
+    async with asyncio.timeout(timeout):
         return await _scan_in_child(code, functions)
 
 

@@ -319,8 +319,8 @@ class SnippetRun:
         loop = asyncio.get_running_loop()
         started = loop.time() - self._spent
         try:  # the scan counts against the wall clock: a huge snippet is scanned off the loop
-            deadline = max(self.limits.wall_timeout - self._spent, 0.0)
-            scan = await scan_snippet_off_loop(code, setup.catalog.keys(), deadline)
+            remaining = max(self.limits.wall_timeout - self._spent, 0.0)
+            scan = await scan_snippet_off_loop(code, setup.catalog.keys(), remaining)
         except TimeoutError:
             return error_result(wall_clock_text(self.limits, ran=False, chars=len(code)), self.limits)
         refused = refusal(scan, setup.catalog)
