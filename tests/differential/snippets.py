@@ -340,6 +340,17 @@ COLLECTED = (
 # -- recorded: what a real model wrote (make eval --record), as the harness ran it -----------------
 # They call the eval's servers' functions, which the corpus server lacks: every door must fail them
 # alike (type check, unknown names, pasted stubs, missing modules), and run the rest alike.
+FOUND_BY_FUZZING = (
+    # A statement that ran early raised: the note must order the names as after the whole snippet.
+    Program(
+        (
+            "import asyncio\nd = {'a': 1, 'b': [2, 3]}\ns = {1, 2}",
+            "text = text.strip().title()\nd = {'a': 1, 'b': [2, 3]}",
+        )
+    ),
+)
+"""Programs in which ``make fuzz`` found two doors that disagreed, kept as examples once fixed."""
+
 RECORDED = tuple(
     recorded_programs(json.loads(path.read_text()) for path in sorted(RECORDINGS.glob("*.json")))
 )

@@ -17,10 +17,21 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 
 from tests.differential.doors import DoorRig, Observation, normalized
-from tests.differential.snippets import COLLECTED, RECORDED, Program, bound_names, programs, state_probe
+from tests.differential.snippets import (
+    COLLECTED,
+    FOUND_BY_FUZZING,
+    RECORDED,
+    Program,
+    bound_names,
+    programs,
+    state_probe,
+)
 
 EXAMPLES = int(os.environ.get("ASYNCAI_FUZZ_EXAMPLES", "20"))
 FUZZING = "ASYNCAI_FUZZ_EXAMPLES" in os.environ
+FUZZ_TIMEOUT = 120 + 2 * EXAMPLES
+"""Seconds for ``make fuzz``'s run: the suite's 120, and 2 more a program (about 0.5 s each
+here); the suite's limit alone stopped any run of more than about 150."""
 
 
 @pytest.fixture(scope="module")
@@ -67,12 +78,13 @@ def check(rig: DoorRig, program: Program) -> None:
 
 
 def with_collected(test: Callable[..., None]) -> Callable[..., None]:
-    for code in reversed((*COLLECTED, *RECORDED)):
-        test = example(Program((code,)))(test)
+    for program in reversed((*FOUND_BY_FUZZING, *(Program((code,)) for code in (*COLLECTED, *RECORDED)))):
+        test = example(program)(test)
     return test
 
 
 @with_collected
+@pytest.mark.timeout(FUZZ_TIMEOUT if FUZZING else 120)
 @settings(
     max_examples=EXAMPLES,
     deadline=None,

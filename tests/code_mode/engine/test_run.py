@@ -125,6 +125,35 @@ async def test_a_streamed_snippet_cut_off_says_what_ran(scope: ReplScope, fake: 
     assert is_error and "NameError" in text
 
 
+async def test_a_streamed_snippet_whose_early_statement_raised_is_noted_as_the_whole_snippet(
+    fake: FakeExecutor,
+) -> None:
+    """The whole snippet that raised notes every name it binds first, in its order (a feed is
+    not transactional); a streamed one that ended at a statement run early must note the same
+    (found by ``make fuzz``: ``d`` kept its old place)."""
+    first = "d = {'a': 1}\ns = {1, 2}"
+    second = "t = (await pods())['missing']\nd = {'a': 1}\nlen(d)"
+    notes = []
+    for streamed in (False, True):
+        async with CodeMode(fake, LIMITS, sandbox=SandboxConfig(kind="memory")) as code_mode:
+            scope = code_mode.new_scope()
+            await run(scope, first)
+            if streamed:
+                called = asyncio.Event()
+                fake.on_call = called.set
+                snippet = scope.eager()
+                snippet.update(second)  # its first statement is complete: it runs
+                await called.wait()
+                output = await snippet.finish({"code": second})
+                assert snippet.ran == ["t = (await pods())['missing']"]
+            else:
+                output = await scope.call_tool("run_code", {"code": second})
+            assert output.is_error and "KeyError" in output.content
+            notes.append(scope.context_note())
+    assert notes[0] == "[run_code variables still in scope: d: dict[1], s: set[2]]"
+    assert notes[1] == notes[0]
+
+
 async def test_a_refused_snippet_feeds_nothing(scope: ReplScope) -> None:
     await run(scope, "x = 1")
     before = feeds(scope)

@@ -93,6 +93,8 @@ class Runner:
         self.capture = capture
         self._probe: tuple[list[Any], tuple[str, ...]] | None = None
         """The variables probe's rows and names, when they came with the last feed (``plan_feed``)."""
+        self.raised = False
+        """The last feed raised and the REPL kept what it bound (not a crash, a limit or a refusal)."""
 
     async def run(
         self, code: str, scan: SnippetScan, check: bool, written: Written, started: float, pausing: bool
@@ -100,6 +102,7 @@ class Runner:
         """Run ``code`` on the scope's worker, whose wall clock ``started`` at that loop time;
         ``check``: the type check is wanted (it runs unless the catalog changed since checkout)."""
         scope = self.scope
+        self.raised = False
         try:
             worker = await scope.ensure_worker()
         except StateLost as exc:
@@ -322,6 +325,7 @@ class Runner:
         scope.known.remember(
             written.bound, written.functions
         )  # a feed is not transactional: names stay bound
+        self.raised = True
         await self._refresh_note(worker)  # so the note says which of them the snippet got to
         stopped = last.startswith("TimeoutError")  # the execution time limit
         return error_result(text, self.limits, report=report if stopped else None)

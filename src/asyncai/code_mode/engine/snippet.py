@@ -302,6 +302,7 @@ class SnippetRun:
         if not decision.allowed:
             return _Stopped(decision.reason)
         if failed is not None:
+            self._note_as_whole()
             return failed
         assert isinstance(code, str)  # the release allowed it
         # Blank lines in place of what ran: the rest keeps its line numbers in tracebacks.
@@ -310,6 +311,18 @@ class SnippetRun:
         rest = await self._run(tail, bound=bound)
         log_event("code_mode.eager", statements=len(self.ran), calls=len(self.dispatcher.calls))
         return rest
+
+    def _note_as_whole(self) -> None:
+        """A statement that ran early raised, so the snippet ended there. As after a whole snippet
+        that raised (``Runner._failed``), the names the whole snippet binds come first in the note,
+        in its order; only those the probe after the failure found, so no probe runs again."""
+        known, whole = self.scope.known, self._whole
+        if whole is None or not self.runner.raised:  # refused, or the REPL was reset: nothing kept
+            return
+        found = tuple(name for name in whole.bound if name in known.bound)
+        if found:
+            known.remember(found)
+            known.update([], ())  # nothing probed: every row stays, in the new order
 
     async def _run(self, code: str, *, bound: tuple[str, ...] | None = None) -> Result:
         """Read, plan and run ``code``: all of the snippet, or what is left once statements ran early
