@@ -135,3 +135,14 @@ async def test_an_awaited_helper_gets_a_helpers_hint(fake: FakeExecutor, type_ch
             f"without await: x = {helper}(...)."
         ), result.content
         assert "tool call" not in result.content and "_asyncai" not in result.content
+
+
+async def test_an_unbound_name_updated_in_place_is_reported_on_its_own_line(code_mode: CodeMode) -> None:
+    """Monty placed the NameError of ``text += ...`` on the line before it, or in a file named
+    "\\x00" when it began the feed (found by ``make fuzz``); the model needs the line it wrote."""
+    for code, line in (("text += '!'", 1), ("x = 1\nprint(x)\ntext += '!'", 3)):
+        output = await run(code_mode, code)
+        assert output.is_error and "\x00" not in output.content
+        assert output.content.rstrip().endswith(
+            f"line {line}, in <module>\n    text += '!'\n    ~~~~\nNameError: name 'text' is not defined"
+        ), output.content

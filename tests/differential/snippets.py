@@ -348,6 +348,15 @@ FOUND_BY_FUZZING = (
             "text = text.strip().title()\nd = {'a': 1, 'b': [2, 3]}",
         )
     ),
+    # ``text += ...`` of a name never bound: Monty placed the NameError on another line, or in a
+    # file named "\x00" when the statement began a feed (as the rest of a streamed snippet does).
+    Program(
+        (
+            "import asyncio\na = 0\ntext = text.strip().title()",
+            "try:\n    total = len(missing)\nexcept NameError:\n    total = 0\nelse:\n    total += 1\n"
+            "finally:\n    print('checked')\ntext += '!'",
+        )
+    ),
 )
 """Programs in which ``make fuzz`` found two doors that disagreed, kept as examples once fixed."""
 

@@ -343,6 +343,48 @@ def as_written(traceback_text: str, value_at: tuple[int, int] | None) -> str:
     return "\n".join(lines)
 
 
+_NAME_ERROR_FRAME = re.compile(
+    r'  File "(?P<file>[^"\n]*)", line \d+, in (?P<scope>[^\n]+)\n'
+    r"(?P<quoted>(?:    [^\n]*\n){0,2})"
+    r"(?P<error>(?:NameError: name|UnboundLocalError: cannot access local variable) "
+    r"'(?P<name>[A-Za-z_]\w*)'[^\n]*)\n?$"
+)
+_FEED_FILE = re.compile(r'File "(<python-input-\d+>)"')
+
+
+def placed_name_error(traceback_text: str, code: str) -> str:
+    """``traceback_text`` with a NameError that ``x += ...`` raised (``x`` not bound) placed where
+    it was raised. Monty puts it at the instruction before (another line), or in a file named
+    "\\x00" at line 1 when there was none; such a last frame, whose quoted line does not name
+    ``x``, moves to ``code``'s one augmented assignment to ``x`` (with several, it stays)."""
+    match = _NAME_ERROR_FRAME.search(traceback_text)
+    if match is None:
+        return traceback_text
+    name, file = match["name"], match["file"]
+    quoted = match["quoted"].split("\n", 1)[0]
+    if file != "\x00" and re.search(rf"\b{name}\b", quoted):
+        return traceback_text
+    tree = parse_snippet(code)
+    nodes = ast.walk(tree) if tree is not None else iter(())
+    lines = {
+        node.lineno
+        for node in nodes
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name
+    }
+    if len(lines) != 1:
+        return traceback_text
+    (line,) = lines
+    if not file.startswith("<python-input"):  # the caller's frame names the feed, if there is one
+        callers = _FEED_FILE.findall(traceback_text, 0, match.start())
+        file = callers[-1] if callers else "<python-input>"
+    frame = (
+        f'  File "{file}", line {line}, in {match["scope"]}\n'
+        f"    {code.splitlines()[line - 1].strip()}\n    {'~' * len(name)}\n"
+    )
+    ending = "\n" if traceback_text.endswith("\n") else ""
+    return f"{traceback_text[: match.start()]}{frame}{match['error']}{ending}"
+
+
 @dataclass(frozen=True)
 class LiteralCall:
     function: str

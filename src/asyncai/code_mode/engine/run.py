@@ -39,7 +39,7 @@ from asyncai.code_mode.engine.pausing import (
 )
 from asyncai.code_mode.engine.plan import FeedPlan, plan_feed
 from asyncai.code_mode.engine.preamble import HOST_CALL
-from asyncai.code_mode.engine.read import SnippetScan, as_written
+from asyncai.code_mode.engine.read import SnippetScan, as_written, placed_name_error
 from asyncai.code_mode.engine.setup import Repl
 from asyncai.code_mode.engine.skill_feed import feed_skills
 from asyncai.code_mode.engine.type_check import rejection
@@ -95,6 +95,8 @@ class Runner:
         """The variables probe's rows and names, when they came with the last feed (``plan_feed``)."""
         self.raised = False
         """The last feed raised and the REPL kept what it bound (not a crash, a limit or a refusal)."""
+        self._code = ""
+        """What the last feed ran, as the model wrote it (none for a resumed snippet)."""
 
     async def run(
         self, code: str, scan: SnippetScan, check: bool, written: Written, started: float, pausing: bool
@@ -102,7 +104,7 @@ class Runner:
         """Run ``code`` on the scope's worker, whose wall clock ``started`` at that loop time;
         ``check``: the type check is wanted (it runs unless the catalog changed since checkout)."""
         scope = self.scope
-        self.raised = False
+        self.raised, self._code = False, code
         try:
             worker = await scope.ensure_worker()
         except StateLost as exc:
@@ -231,6 +233,7 @@ class Runner:
         """Go on with ``paused`` (its ``parked`` snapshot) on ``worker``: each held call runs as
         ``approvals`` decides, then the rest runs as any pausing snippet."""
         scope, dispatcher = self.scope, self.dispatcher
+        self._code = ""
         self.capture("stdout", paused.printed)
         self.capture.dropped += paused.printed_dropped
 
@@ -316,6 +319,7 @@ class Runner:
             return error_result(crash_text(exc, self.limits), self.limits, state_reset=True, report=report)
         # The tool wrappers live in the scope's first feed; their frames are noise to the model.
         text = as_written(hide_frames(error_text(exc), PREAMBLE_FILENAME), written.value_at)
+        text = placed_name_error(text, self._code)
         lines = text.strip().splitlines()
         last = lines[-1] if lines else ""
         if last.startswith("MemoryError"):
