@@ -316,13 +316,8 @@ class SnippetRun:
         """A statement that ran early raised, so the snippet ended there. As after a whole snippet
         that raised (``Runner._failed``), the names the whole snippet binds come first in the note,
         in its order; only those the probe after the failure found, so no probe runs again."""
-        known, whole = self.scope.known, self._whole
-        if whole is None or not self.runner.raised:  # refused, or the REPL was reset: nothing kept
-            return
-        found = tuple(name for name in whole.bound if name in known.bound)
-        if found:
-            known.remember(found)
-            known.update([], ())  # nothing probed: every row stays, in the new order
+        if self._whole is not None and self.runner.raised:  # not refused, nor the REPL reset
+            self.scope.known.bring_forward(self._whole.bound)
 
     async def _run(self, code: str, *, bound: tuple[str, ...] | None = None) -> Result:
         """Read, plan and run ``code``: all of the snippet, or what is left once statements ran early

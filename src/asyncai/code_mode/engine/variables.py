@@ -120,6 +120,14 @@ class KnownVariables:
             self.functions.pop(name, None)
         self.functions.update(functions)
 
+    def bring_forward(self, names: tuple[str, ...]) -> None:
+        """Note ``names``, which the last probe found, as bound most recently, in their order; the
+        rows stay as that probe saw them, so none runs again."""
+        found = tuple(name for name in names if name in self.bound)
+        if found:
+            self.remember(found)
+            self.update([], ())  # nothing probed: every row stays, in the new order
+
     def forget(self) -> None:
         self.bound.clear()
         self.variables = []
