@@ -43,9 +43,13 @@ from report import Row, Stats, save_section
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.fakes.anthropic_server import ScriptedAnthropic, say, use
 from tests.kcp.demo import QUESTIONS, server_command
 from tests.kcp.fake_kcp import serve, write_kubeconfig
-from tests.serve.helpers import stdio_params
+from tests.serve.helpers import ASYNCAI, stdio_params
+from tests.third_party.claude_code import RUN_CODE_TOOL, run_claude, run_code_results, tool_result_text
+
+from asyncai.serve.server import AUDIT_META_KEY
 
 APP = "root:app"
 TARGET = ">= 25x bytes to the model"
@@ -212,21 +216,53 @@ async def coded(client: Client, task: Task) -> Coded:
     text = text_of(output)
     assert not output.is_error, text[:500]
     structured = output.structured_content or {}
-    nested = structured.get("nested_calls", [])
-    result = structured.get("result", text)
-    answer_text = result.split("\n\n[run_code variables", 1)[0]
+    nested = (output.meta or {})[AUDIT_META_KEY]["nested_calls"]
     return Coded(
         bytes_to_model=text_bytes(output),
         bytes_into_sandbox=sum(int(call["bytes"]) for call in nested),
         nested_calls=len(nested),
         seconds=seconds,
         text=text,
-        answer=json.loads(answer_text),
-        note_bytes=text_bytes(output) - len(answer_text.encode()),
+        answer=structured["value"],
+        note_bytes=len(structured.get("variables", "").encode()),
     )
 
 
-async def measure_task(raw: Client, wrapped: Client, task: Task, runs: int) -> tuple[Row, bool]:
+@dataclass(frozen=True)
+class Received:
+    """What Claude Code handed its model for one ``run_code``, beside the answer's own size."""
+
+    chars: int
+    value_chars: int
+    note_chars: int
+
+    @property
+    def within_bound(self) -> bool:
+        """At most the value, the note and 100 characters (issue 46)."""
+        return self.chars <= self.value_chars + self.note_chars + 100
+
+
+def through_claude_code(kubeconfig: Path) -> dict[str, Received]:
+    """Each task's snippet run by a scripted model through the real Claude Code CLI, with
+    ``serve-mcp`` over the kcp server configured as its MCP server: the characters of each
+    ``tool_result`` it sends its model next."""
+    script = [use(RUN_CODE_TOOL, {"code": task.snippet, "restart": True}) for task in TASKS] + [say("done")]
+    with tempfile.TemporaryDirectory() as home, ScriptedAnthropic(script) as model:
+        command = [ASYNCAI, "serve-mcp", "--mcp-stdio", server_command(kubeconfig)]
+        done = run_claude(model, command, Path(home))
+    assert done.returncode == 0, done.stderr[-2000:]
+    received = {}
+    for task, block in zip(TASKS, run_code_results(model.requests[-1]), strict=True):
+        text = tool_result_text(block)
+        content = json.loads(text)
+        value = json.dumps(content["value"], separators=(",", ":"), ensure_ascii=False)
+        received[task.name] = Received(len(text), len(value), len(content.get("variables", "")))
+    return received
+
+
+async def measure_task(
+    raw: Client, wrapped: Client, task: Task, runs: int, claude: Received
+) -> tuple[Row, bool]:
     first_direct = await direct(raw, task)
     expected = task.answer(first_direct.results)
     via_serve = await direct(wrapped, task)  # the same calls through serve-mcp --expose-direct
@@ -266,12 +302,17 @@ async def measure_task(raw: Client, wrapped: Client, task: Task, runs: int) -> t
         ),
         "rounds_ratio": direct_rounds / 1,
         "expose_direct_same_text": same_direct,
+        "claude_code_chars_to_model": claude.chars,
+        "claude_code_value_chars": claude.value_chars,
+        "claude_code_note_chars": claude.note_chars,
+        "claude_code_within_bound": claude.within_bound,
     }
     note = (
         f"bytes to the model: direct {first_direct.bytes_to_model:,} ({first_direct.calls} call(s), "
         f"{direct_rounds} round(s)) / code mode {code.bytes_to_model:,} (1 round; {code.note_bytes} of them "
         f"the variables note) = {ratio:,.0f}x; "
-        f"{code.bytes_into_sandbox:,} bytes into the sandbox; snippet {len(task.snippet.encode()):,} bytes"
+        f"{code.bytes_into_sandbox:,} bytes into the sandbox; snippet {len(task.snippet.encode()):,} bytes; "
+        f"through Claude Code {claude.chars:,} chars (value {claude.value_chars:,}, note {claude.note_chars})"
     )
     row = Row(
         scenario="1 context economy",
@@ -301,7 +342,7 @@ async def definitions_row(raw: Client, wrapped: Client) -> Row:
     )
 
 
-async def measure(kubeconfig: Path, runs: int) -> tuple[list[Row], bool]:
+async def measure(kubeconfig: Path, runs: int, claude: dict[str, Received]) -> tuple[list[Row], bool]:
     command = server_command(kubeconfig)
     words = command.split()
     raw_params = StdioServerParameters(command=words[0], args=words[1:])
@@ -315,7 +356,7 @@ async def measure(kubeconfig: Path, runs: int) -> tuple[list[Row], bool]:
         rows: list[Row] = []
         all_same = True
         for task in TASKS:
-            row, same = await measure_task(raw, wrapped, task, runs)
+            row, same = await measure_task(raw, wrapped, task, runs, claude[task.name])
             rows.append(row)
             all_same = all_same and same
         rows.append(await definitions_row(raw, wrapped))
@@ -351,6 +392,14 @@ that call tools (the final answer turn, the same for both, is not counted). Time
 code-mode answer was checked against the same answer computed in CPython from the direct results.
 {same}
 
+Through Claude Code: the real CLI (`@anthropic-ai/claude-code` as pinned in
+`tests/third_party/package.json`, print mode) with `asyncai serve-mcp` over the same kcp server as
+its MCP server, and a scripted model on loopback that runs each snippet once. Claude Code hands
+its model a result's structured content (`{{"value": ..., "variables": ...}}`); the audit is in
+`_meta`, which it does not pass on. `claude_code_chars_to_model` is the `tool_result` it sent next,
+beside the value's compact JSON and the note: within the value, the note and 100 characters
+(`claude_code_within_bound`) for every task.
+
 {snippets}"""
 
 
@@ -361,7 +410,10 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, serve() as (base_url, _):
         kubeconfig = write_kubeconfig(Path(tmp) / "fake-kcp.kubeconfig", base_url)
-        rows, all_same = asyncio.run(measure(kubeconfig, args.runs))
+        claude = through_claude_code(kubeconfig)
+        rows, all_same = asyncio.run(measure(kubeconfig, args.runs, claude))
+    outside = [name for name, received in claude.items() if not received.within_bound]
+    assert not outside, f"through Claude Code, over the value, the note and 100 chars: {outside}"
     title = "Context economy on the fixture kcp cluster (scenario 1)"
     save_section("context", title, rows, notes(all_same), save=not args.no_save)
 

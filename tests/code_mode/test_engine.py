@@ -269,7 +269,7 @@ async def test_the_note_after_an_error_names_what_the_snippet_bound_before_it(co
 async def test_an_embedder_gets_the_snippets_value_as_data_beside_the_text(code_mode: CodeMode) -> None:
     output = await run(code_mode, "p = await pods()\nprint('seen')\n(len(p['items']), {'a': [1, None]}, {3})")
     assert output.content == '{"output":"seen\\n","result":[10,{"a":[1,null]},[3]]}'
-    assert output.structured == {"value": [10, {"a": [1, None]}, [3]]}
+    assert output.structured == {"value": [10, {"a": [1, None]}, [3]], "output": "seen\n"}
     assert (await run(code_mode, "x = 1")).structured == {"value": 1}, "a closing assignment's value"
     assert (await run(code_mode, "for i in range(2):\n    x = i")).structured == {"value": None}
     failed = await run(code_mode, "1 / 0")

@@ -32,12 +32,11 @@ import httpx2
 from mcp import Client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import TextContent
 
 from asyncai import CodeMode, CodeModeLimits, DirectoryStore, McpServers, stdio_spec
 from asyncai.code_mode.engine.scope import ReplScope
 from tests.differential.snippets import Program
-from tests.serve.helpers import ENV, INITIALIZE, PROTOCOL, RAW_HEADERS, TOKEN, serve_http, stdio_params
+from tests.serve.helpers import ENV, INITIALIZE, PROTOCOL, RAW_HEADERS, TOKEN, ran, serve_http, stdio_params
 
 T = TypeVar("T")
 SERVER = f"corpus={sys.executable} -m tests.differential.corpus_server"
@@ -305,10 +304,9 @@ class AgentDoor:
 
 
 def mcp_answer(result: Any) -> tuple[Answer, dict[str, Any]]:
-    structured: dict[str, Any] = result.structured_content or {}
-    first = result.content[0]
-    assert isinstance(first, TextContent)
-    return Answer(first.text, bool(result.is_error)), structured
+    """A result's answer and structured content, once the two are shown to agree (``serve.helpers.ran``)."""
+    answer = ran(result)
+    return Answer(answer.text, answer.is_error), answer.content
 
 
 class SdkServeDoor:
@@ -379,11 +377,10 @@ class SharedServeDoor:
         for line in response.text.splitlines():
             message = json.loads(line.removeprefix("data: ")) if line.startswith("data: {") else {}
             if message.get("id") == request_id:
-                result = message["result"]
-                structured = result.get("structuredContent") or {}
+                answer, structured = mcp_answer(message["result"])
                 if "variables" in structured:
                     self._note = structured["variables"]
-                return Answer(result["content"][0]["text"], bool(result.get("isError")))
+                return answer
         raise AssertionError(f"no answer to request {request_id}: {response.text[:300]}")
 
     def note(self) -> str | None:

@@ -20,7 +20,11 @@ import anyio
 import httpx2
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import TextContent
+from mcp.types import CallToolResult, TextContent
+
+from asyncai.code_mode.engine.contract import EMPTY_STRING_TEXT, NO_OUTPUT_TEXT
+from asyncai.code_mode.engine.values import dump_json
+from asyncai.serve.server import AUDIT_META_KEY
 
 BIN = Path(sys.executable).parent
 ASYNCAI = str(BIN / "asyncai")
@@ -127,16 +131,57 @@ async def client(url: str, token: str | None = TOKEN, **headers: str) -> AsyncIt
             yield session
 
 
-async def run_code(session: Client, code: str) -> dict[str, Any]:
-    result = await session.call_tool("run_code", {"code": code})
-    content: dict[str, Any] | None = result.structured_content
-    assert content is not None and {"result", "nested_calls", "nested_call_counts"} <= set(content)
-    text, *note = result.content
-    assert isinstance(text, TextContent) and content["result"] == text.text
-    assert [block.text for block in note if isinstance(block, TextContent)] == (
-        [content["variables"]] if "variables" in content else []
-    )
-    return content
+@dataclass(frozen=True)
+class Ran:
+    """A ``run_code`` result, once ``ran`` checked that its text and structured content agree."""
+
+    text: str
+    """The first text block: the value, or the error."""
+    content: dict[str, Any]
+    """The structured content: what a client such as Claude Code hands its model."""
+    audit: dict[str, Any]
+    """The nested calls' audit, from ``_meta``."""
+    is_error: bool
+
+
+def first_block(content: dict[str, Any]) -> str:
+    """The first text block a structured content must come with (``engine.contract``'s rendering)."""
+    if "error" in content:
+        return str(content["error"])
+    value, output = content["value"], content.get("output")
+    if output is not None:
+        body = dump_json({"output": output} if value is None else {"output": output, "result": value})
+    elif value is None:
+        body = NO_OUTPUT_TEXT
+    elif isinstance(value, str):
+        body = value or EMPTY_STRING_TEXT
+    else:
+        body = dump_json(value)
+    return body if "notice" not in content else f"{content['notice']}\n{body}"
+
+
+def ran(result: CallToolResult | dict[str, Any]) -> Ran:
+    """``result`` (or its JSON) read, once its text blocks and structured content say the same and
+    no audit is in what a model reads."""
+    if isinstance(result, dict):
+        result = CallToolResult.model_validate(result)
+    content = result.structured_content
+    assert content is not None, result
+    texts = [block.text for block in result.content if isinstance(block, TextContent)]
+    assert len(texts) == len(result.content), "only text blocks"
+    assert texts[0] == first_block(content), (texts[0], content)
+    assert ("error" in content) == bool(result.is_error)
+    shown = [content[key] for key in ("variables",) if key in content]
+    assert texts[1 : 1 + len(shown)] == shown
+    assert ("repl" in content) == (len(texts) == 2 + len(shown)), texts
+    assert set(content) <= {"value", "output", "error", "notice", "variables", "repl"}, content
+    audit = (result.meta or {}).get(AUDIT_META_KEY)
+    assert isinstance(audit, dict) and {"nested_calls", "nested_call_counts"} <= set(audit), result.meta
+    return Ran(texts[0], content, audit, bool(result.is_error))
+
+
+async def run_code(session: Client, code: str) -> Ran:
+    return ran(await session.call_tool("run_code", {"code": code}))
 
 
 def log(served: HttpServe) -> list[dict[str, Any]]:

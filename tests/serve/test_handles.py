@@ -20,7 +20,7 @@ from asyncai.serve.handles import ANONYMOUS, HandleCheck, ReplHandles, caller_id
 from tests.fakes.redis import redis_server
 from tests.fakes.round_robin import round_robin
 
-from .helpers import ENV, SIMPLE, TOKEN, HttpServe, client, serve_http
+from .helpers import ENV, SIMPLE, TOKEN, HttpServe, client, ran, serve_http
 
 pytestmark = pytest.mark.anyio
 OTHER = "another-callers-token"
@@ -71,7 +71,7 @@ async def run(session: Client, code: str, repl: str | None = None) -> tuple[str,
     arguments: dict[str, Any] = {"code": code} | ({"repl": repl} if repl is not None else {})
     result = await session.call_tool("run_code", arguments)
     texts = [block.text for block in result.content if isinstance(block, TextContent)]
-    return "\n".join(texts), result.structured_content or {}, bool(result.is_error)
+    return "\n".join(texts), ran(result).content, bool(result.is_error)
 
 
 @pytest.fixture(scope="module")
@@ -91,14 +91,14 @@ def served(tokens: Path) -> Any:
 async def test_the_default_client_keeps_its_variables_by_handle(served: HttpServe) -> None:
     async with modern(served.url) as session:
         [tool] = (await session.list_tools()).tools
-        assert "repl" in tool.input_schema["properties"] and "`repl`" in (tool.description or "")
+        assert "keep its variables" in tool.input_schema["properties"]["repl"]["description"]
         text, first, _ = await run(session, "x = 41\nx")
         handle = first["repl"]
         assert text.startswith("41") and f"repl={handle!r}" in text
         _, again, error = await run(session, "x + 1", repl=handle)
-        assert (again["result"], again["repl"], error) == ("42", handle, False)
+        assert (again["value"], again["repl"], error) == (42, handle, False)
         _, fresh, _ = await run(session, "x")  # no handle: a new REPL
-    assert "NameError" in fresh["result"] and fresh["repl"] != handle
+    assert "NameError" in fresh["error"] and fresh["repl"] != handle
 
 
 async def test_another_callers_handle_is_refused_and_an_unknown_one_starts_afresh(served: HttpServe) -> None:
@@ -109,11 +109,11 @@ async def test_another_callers_handle_is_refused_and_an_unknown_one_starts_afres
         assert error and "belongs to another caller" in text and "kept" not in text
         assert "repl" not in content
         text, content, error = await run(intruder, "1 + 1", repl="repl-expired-or-never-minted")
-    assert not error and content["result"] == "2"
+    assert not error and content["value"] == 2
     assert "unknown or expired" in text and content["repl"] != "repl-expired-or-never-minted"
     async with modern(served.url) as owner:  # still the owner's, untouched
         _, content, _ = await run(owner, "secret", repl=first["repl"])
-    assert content["result"] == "kept"
+    assert content["value"] == "kept"
 
 
 async def test_clients_of_the_2025_era_keep_their_session(served: HttpServe) -> None:
@@ -122,8 +122,8 @@ async def test_clients_of_the_2025_era_keep_their_session(served: HttpServe) -> 
         assert "repl" not in tool.input_schema["properties"]
         await session.call_tool("run_code", {"code": "y = 7"})
         result = await session.call_tool("run_code", {"code": "y"})
-    content = result.structured_content or {}
-    assert content["result"] == "7" and "repl" not in content
+    content = ran(result).content
+    assert content["value"] == 7 and "repl" not in content
 
 
 async def test_two_instances_sharing_redis_serve_one_handle_alternately(tmp_path: Path) -> None:
@@ -139,7 +139,7 @@ async def test_two_instances_sharing_redis_serve_one_handle_alternately(tmp_path
                 handle = first["repl"]
                 for expected in range(2, 6):
                     _, content, error = await run(session, "n = n + 1\nn", repl=handle)
-                    assert (content["result"], error) == (str(expected), False)
+                    assert (content["value"], error) == (expected, False)
             served_by = {index for *_, index in proxy.served}
     assert served_by == {0, 1}, "both instances served the handle's runs"
 

@@ -32,6 +32,7 @@ from .helpers import (
     HttpServe,
     client,
     log,
+    ran,
     run_code,
     serve_http,
     wait_for_log,
@@ -110,13 +111,13 @@ def released(events: list[dict[str, Any]]) -> list[str]:
 
 async def test_each_http_session_has_its_own_repl(shared: HttpServe) -> None:
     async with client(shared.url) as a, client(shared.url) as b:
-        assert (await run_code(a, "x = 1"))["nested_calls"] == []
+        assert (await run_code(a, "x = 1")).audit["nested_calls"] == []
         await run_code(b, "x = 2")
-        assert (await run_code(a, "x"))["result"] == "1"
-        assert (await run_code(b, "x"))["result"] == "2"
+        assert (await run_code(a, "x")).content["value"] == 1
+        assert (await run_code(b, "x")).content["value"] == 2
         await run_code(a, "x += 10")
-        assert (await run_code(a, "x * 2"))["result"] == "22", "a session's state persists"
-        assert (await run_code(b, "x"))["result"] == "2"
+        assert (await run_code(a, "x * 2")).content["value"] == 22, "a session's state persists"
+        assert (await run_code(b, "x")).content["value"] == 2
 
 
 async def test_gathered_calls_return_the_filtered_value_and_the_audit(
@@ -129,8 +130,9 @@ async def test_gathered_calls_return_the_filtered_value_and_the_audit(
     )
     async with client(shared.url) as session:
         content = await run_code(session, code)
-    assert content["result"] == '["/a:50","/b:50"]', "only the filtered value"
-    calls = sorted(content["nested_calls"], key=lambda call: call["arguments"]["url"])
+    assert content.content == {"value": ["/a:50", "/b:50"], "variables": content.content["variables"]}
+    assert content.text == '["/a:50","/b:50"]', "only the filtered value"
+    calls = sorted(content.audit["nested_calls"], key=lambda call: call["arguments"]["url"])
     assert [call["arguments"] for call in calls] == [{"url": f"{site.url}/a"}, {"url": f"{site.url}/b"}]
     for call in calls:
         assert call["tool"] == "http_get" and call["is_error"] is False and call["mutating"] is False
@@ -150,14 +152,14 @@ async def test_the_bearer_token_is_required(shared: HttpServe) -> None:
     for token in (None, "wrong-token"):
         await refused_by_sdk_client(shared.url, token=token)
     async with client(shared.url) as session:
-        assert (await run_code(session, "6 * 7"))["result"] == "42"
+        assert (await run_code(session, "6 * 7")).content["value"] == 42
 
 
 async def test_no_auth_on_loopback_needs_no_token() -> None:
     # A token in the environment (a developer's shell) does not override the typed --no-auth.
     with serve_http("--no-auth", "--mcp-stdio", SIMPLE, env=ENV) as served:
         async with client(served.url, token=None) as session:
-            assert (await run_code(session, "6 * 7"))["result"] == "42"
+            assert (await run_code(session, "6 * 7")).content["value"] == 42
 
 
 async def test_a_foreign_origin_is_refused_and_nothing_runs(site: Fixture, shared: HttpServe) -> None:
@@ -188,13 +190,13 @@ async def test_a_foreign_origin_is_refused_and_nothing_runs(site: Fixture, share
         [data] = [
             line[5:] for line in fine.text.splitlines() if line.startswith("data:") and line[5:].strip()
         ]
-        assert json.loads(data)["result"]["structuredContent"]["result"].startswith("200")
+        assert ran(json.loads(data)["result"]).content["value"] == 200
     await refused_by_sdk_client(shared.url, Origin="http://evil.example")
     assert "/fine" in site.paths, "the same call from a local Origin runs"
     assert "/evil" not in site.paths
     key = f"http:{opened.headers['mcp-session-id']}"
-    ran = await wait_for_log(shared, lambda events: [e for e in events if e.get("session") == key])
-    assert [e["event"] for e in ran if e["event"] == "serve.run_code"] == ["serve.run_code"]
+    logged = await wait_for_log(shared, lambda events: [e for e in events if e.get("session") == key])
+    assert [e["event"] for e in logged if e["event"] == "serve.run_code"] == ["serve.run_code"]
 
 
 def serve_mcp(*args: str) -> subprocess.CompletedProcess[str]:
@@ -238,10 +240,10 @@ async def test_a_session_is_released_when_its_client_leaves() -> None:
         async with client(served.url) as first:
             await run_code(first, "x = 1")
         async with client(served.url) as second:
-            assert "NameError" in (await run_code(second, "x"))["result"], "a new session, a new REPL"
-            assert (await run_code(second, "1 + 1"))["result"] == "2"
-        ran = await wait_for_log(served, lambda events: len(sessions_that_ran(events)) == 2 and events)
-        first_key, second_key = sessions_that_ran(ran)
+            assert "NameError" in (await run_code(second, "x")).content["error"], "a new session, a new REPL"
+            assert (await run_code(second, "1 + 1")).content["value"] == 2
+        logged = await wait_for_log(served, lambda events: len(sessions_that_ran(events)) == 2 and events)
+        first_key, second_key = sessions_that_ran(logged)
         assert first_key.startswith("http:") and first_key != second_key
         await wait_for_log(served, lambda events: {first_key, second_key} <= set(released(events)))
 
@@ -257,7 +259,7 @@ async def test_a_client_that_disconnects_mid_snippet(site: Fixture) -> None:
         [first_key] = await wait_for_log(served, sessions_that_ran)
         async with client(served.url) as second:
             await run_code(second, "x = 2")
-            assert (await run_code(second, "x"))["result"] == "2", "the server still answers"
+            assert (await run_code(second, "x")).content["value"] == 2, "the server still answers"
         await wait_for_log(served, lambda events: first_key in released(events))
         assert served.process.poll() is None
 
@@ -289,9 +291,9 @@ async def test_a_call_left_running_by_a_failed_snippet_is_not_audited_as_a_succe
     )
     async with client(shared.url) as session:
         content = await run_code(session, code)
-    failed, orphan = content["nested_calls"]
+    failed, orphan = content.audit["nested_calls"]
     assert failed["is_error"] is True and orphan["arguments"]["url"].endswith("/slow/orphan")
-    assert "Server disconnected" in content["result"]
+    assert "Server disconnected" in content.content["error"]
     assert orphan["is_error"] is True or orphan["bytes"] > 0, orphan
 
 

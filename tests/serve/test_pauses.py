@@ -26,7 +26,7 @@ from asyncai.serve.server import PAUSE_GONE
 from tests.fakes.redis import redis_server
 from tests.fakes.round_robin import round_robin
 
-from .helpers import ENV, TOKEN, HttpServe, log, serve_http
+from .helpers import ENV, TOKEN, HttpServe, log, ran, serve_http
 from .test_stdio import TEST_SERVER, Person
 
 pytestmark = pytest.mark.anyio
@@ -51,8 +51,7 @@ async def modern(url: str, person: Person | None = None) -> AsyncIterator[Client
 
 
 def value(result: mt.CallToolResult) -> Any:
-    assert isinstance(result.structured_content, dict), result
-    return json.loads(result.structured_content["result"])
+    return ran(result).content["value"]
 
 
 def events(served: HttpServe, name: str) -> list[dict[str, Any]]:
@@ -77,7 +76,7 @@ async def test_the_person_allows_the_call_and_the_snippet_returns_its_value(aski
         handle = (result.structured_content or {})["repl"]
         later = await session.call_tool("run_code", {"code": "[kept, r]", "repl": handle})
     assert value(later) == [1, {"stored": "a"}]
-    calls = (result.structured_content or {})["nested_calls"]
+    calls = ran(result).audit["nested_calls"]
     assert [(call["tool"], call["mutating"]) for call in calls] == [("echo", False), ("write_note", True)]
 
 
@@ -85,7 +84,7 @@ async def test_declined_the_call_is_a_permission_error_at_the_call_site(asking: 
     async with modern(asking.url, Person("no")) as session:
         result = await session.call_tool("run_code", {"code": WRITE.format("b")})
     assert value(result) == ["read first", "write_note() was not run: the user declined it"]
-    assert (result.structured_content or {})["nested_calls"][1]["refused"] is True
+    assert ran(result).audit["nested_calls"][1]["refused"] is True
 
 
 async def test_a_replayed_or_forged_request_state_is_refused(asking: HttpServe) -> None:

@@ -5,7 +5,6 @@ and an SDK client reads a skill's files through ``resources/read``, matching the
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from mcp.client.stdio import stdio_client
 
 from asyncai.tools.mcp.client import _AnyResult
 from tests.fakes.redis import redis_server
-from tests.serve.helpers import ENV, SIMPLE, client, run_code, serve_http, stdio_params
+from tests.serve.helpers import ENV, SIMPLE, Ran, client, run_code, serve_http, stdio_params
 from tests.skills.conftest import write_skill
 
 SERVER = f"echo={sys.executable} {Path(__file__).resolve().parent.parent / 'fakes' / 'mcp_test_server.py'}"
@@ -139,7 +138,7 @@ def test_a_skill_saved_through_one_instance_loads_on_another(tmp_path: Path) -> 
         env = {**ENV, "XDG_DATA_HOME": str(tmp_path / "data")}
         with serve_http(*args, env=env) as first, serve_http(*args, env=env) as second:
 
-            async def work() -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+            async def work() -> tuple[Ran, Ran, list[str]]:
                 async with client(first.url) as one:
                     saved = await run_code(
                         one,
@@ -152,7 +151,7 @@ def test_a_skill_saved_through_one_instance_loads_on_another(tmp_path: Path) -> 
                 return saved, used, [skill["uri"] for skill in listed["skills"]]
 
             saved, used, uris = anyio.run(work)
-    assert json.loads(saved["result"]) == {"name": "doubler", "files": ["SKILL.md", "scripts/doubler.py"]}
-    assert used["result"].split("\n\n")[0] == "42"
+    assert saved.content["value"] == {"name": "doubler", "files": ["SKILL.md", "scripts/doubler.py"]}
+    assert used.content["value"] == 42
     assert uris == ["skill://doubler/SKILL.md"]
     assert not (tmp_path / "data" / "asyncai" / "skills").exists(), "saved in Redis, not in a directory"

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx2
@@ -37,8 +36,10 @@ from .helpers import (
     SIMPLE,
     TOKEN,
     HttpServe,
+    Ran,
     client,
     log,
+    ran,
     run_code,
     serve_http,
     wait_for_log,
@@ -76,9 +77,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             yield Cluster(store, a, b, proxy, site)
 
 
-def answer(content: dict[str, Any]) -> str:
-    """The snippet's value, without the variables note that may follow it."""
-    return str(content["result"]).split("\n\n")[0]
+def answer(ran: Ran) -> str:
+    """The snippet's value as its first text block says it."""
+    return ran.text
 
 
 class Raw:
@@ -112,8 +113,8 @@ class Raw:
             if message.get("id") == request_id:
                 if "error" in message:
                     raise AssertionError(f"error answer: {message['error']}")
-                result = message["result"]
-                return result["content"][0]["text"].split("\n\n")[0], bool(result.get("isError"))
+                result = ran(message["result"])
+                return result.text, result.is_error
         raise AssertionError(f"no answer to request {request_id}: {response.text[:300]}")
 
 
@@ -166,7 +167,7 @@ async def test_the_note_keeps_each_variables_type_on_the_instance_that_takes_the
                    "params": {"name": "run_code", "arguments": {"code": "more = [1]"}}}  # fmt: skip
         response = await session.http.post(cluster.b.url, json=request, headers=session.headers())
     [data] = [line for line in response.text.splitlines() if line.startswith("data: {")]
-    note = json.loads(data.removeprefix("data: "))["result"]["structuredContent"]["variables"]
+    note = ran(json.loads(data.removeprefix("data: "))["result"]).content["variables"]
     assert note == "[run_code variables still in scope: more: list[1], other: str[1], shared: int]"
 
 

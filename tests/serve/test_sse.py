@@ -19,7 +19,7 @@ from asyncai.serve.events import MAX_EVENT_BYTES, RETRY_MS
 from asyncai.serve.http import MCP_PATH
 from tests.fakes.slow_site import SlowSite, slow_site
 
-from .helpers import ENV, INITIALIZE, PROTOCOL, RAW_HEADERS, SIMPLE, TOKEN, HttpServe, serve_http
+from .helpers import ENV, INITIALIZE, PROTOCOL, RAW_HEADERS, SIMPLE, TOKEN, HttpServe, ran, serve_http
 
 pytestmark = pytest.mark.anyio
 
@@ -107,8 +107,7 @@ async def session(served: HttpServe) -> AsyncIterator[Session]:
 def result(event: Event, request_id: int) -> str:
     message = json.loads(event["data"])
     assert message["id"] == request_id and event["event"] == "message", message
-    text: str = message["result"]["structuredContent"]["result"]
-    return text
+    return ran(message["result"]).text
 
 
 async def test_a_post_stream_opens_with_a_priming_event_and_a_retry(served: HttpServe) -> None:

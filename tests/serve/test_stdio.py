@@ -15,7 +15,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import stdio_client
 
-from tests.serve.helpers import stdio_params
+from tests.serve.helpers import ran, stdio_params
 from tests.third_party import npm_server, pypi_server
 
 pytestmark = pytest.mark.anyio
@@ -24,7 +24,15 @@ TEST_SERVER = f"{sys.executable} {Path(__file__).parent.parent / 'fakes' / 'mcp_
 
 
 async def run_code(client: Client, code: str) -> mt.CallToolResult:
-    return await client.call_tool("run_code", {"code": code})
+    result = await client.call_tool("run_code", {"code": code})
+    ran(result)  # its text and structured content agree
+    return result
+
+
+def audited(result: mt.CallToolResult) -> list[dict[str, Any]]:
+    """The nested calls the result's ``_meta`` lists."""
+    calls: list[dict[str, Any]] = ran(result).audit["nested_calls"]
+    return calls
 
 
 def text(result: mt.CallToolResult) -> str:
@@ -66,8 +74,7 @@ async def test_gather_over_our_server_and_a_third_party_one_returns_the_filtered
         )
     assert not result.is_error, text(result)
     assert text(result).startswith('["hi","Europe/Paris"]')
-    assert result.structured_content is not None
-    calls = result.structured_content["nested_calls"]
+    calls = audited(result)
     assert sorted(c["tool"] for c in calls) == ["echo", "get_current_time"]
     assert all(set(c) == {"tool", "arguments", "is_error", "bytes", "mutating"} for c in calls)
 
@@ -91,8 +98,7 @@ async def test_ten_megabytes_from_a_wrapped_tool_reach_the_client_as_a_small_val
         result = await run_code(client, 'r = await blob(size=10_000_000)\nlen(r["items"])')
     assert text(result).startswith("100000")
     assert len(text(result)) < 200
-    assert result.structured_content is not None
-    [call] = result.structured_content["nested_calls"]
+    [call] = audited(result)
     assert call["bytes"] > 10_000_000
 
 
@@ -121,8 +127,7 @@ async def test_deny_refuses_a_third_party_write_and_the_snippet_can_catch_it(tmp
     assert not result.is_error
     assert text(result).startswith("refused: write_file() was not run: mutating calls are denied")
     assert not target.exists()
-    assert result.structured_content is not None
-    [call] = result.structured_content["nested_calls"]
+    [call] = audited(result)
     assert call["refused"] is True and call["mutating"] is True and call["tool"] == "write_file"
 
 
@@ -161,8 +166,7 @@ async def test_ask_runs_what_the_user_allows_and_refuses_what_they_decline() -> 
         "asyncai: a run_code snippet wants to call write_note(text='a'). Allow it?",
         "asyncai: a run_code snippet wants to call write_note(text='b'). Allow it?",
     ]
-    assert declined.structured_content is not None
-    assert declined.structured_content["nested_calls"][0]["refused"] is True
+    assert audited(declined)[0]["refused"] is True
 
 
 async def test_ask_without_a_way_to_ask_refuses_and_says_why() -> None:
@@ -229,7 +233,8 @@ async def test_the_first_block_is_the_bare_value_and_the_audit_is_bounded() -> N
     assert not result.is_error, text(result)
     assert json.loads(text(result)) == {"echoed": 30, "last": "29"}  # parses as it is
     assert note(result) is not None and "kept: int" in (note(result) or "")
-    content = result.structured_content
-    assert content is not None and content["result"] == text(result) and content["variables"] == note(result)
-    assert len(content["nested_calls"]) == 20 and content["nested_calls_left_out"] == 10
-    assert content["nested_call_counts"] == {"total": 30, "failed": 0, "mutating": 0, "refused": 0}
+    answer = ran(result)
+    assert answer.content == {"value": {"echoed": 30, "last": "29"}, "variables": note(result)}
+    audit = answer.audit
+    assert len(audit["nested_calls"]) == 20 and audit["nested_calls_left_out"] == 10
+    assert audit["nested_call_counts"] == {"total": 30, "failed": 0, "mutating": 0, "refused": 0}

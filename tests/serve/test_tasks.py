@@ -36,7 +36,7 @@ from asyncai.serve.tasks import (
 )
 from tests.fakes.slow_site import SlowSite, slow_site
 
-from .helpers import ENV, SIMPLE, TOKEN, HttpServe, serve_http
+from .helpers import ENV, SIMPLE, TOKEN, HttpServe, ran, serve_http
 
 pytestmark = pytest.mark.anyio
 OTHER = "another-callers-token"
@@ -307,7 +307,7 @@ async def test_a_slow_run_becomes_a_task_whose_result_tasks_get_inlines(
     async with modern(served.url) as session:
         assert TASKS_EXTENSION in (session.server_capabilities.extensions or {})
         quick = await start(session, "6 * 7")  # ends within the grace: answered directly
-        assert isinstance(quick, mt.CallToolResult) and (quick.structured_content or {})["result"] == "42"
+        assert isinstance(quick, mt.CallToolResult) and ran(quick).content["value"] == 42
         created = await start(session, held(site, "inlined"))
         assert isinstance(created, CreateTaskResult) and created.status == "working"
         working = await get_task(session, created.task_id)
@@ -315,12 +315,10 @@ async def test_a_slow_run_becomes_a_task_whose_result_tasks_get_inlines(
         site.release["inlined"].set()
         done = await poll(session, created.task_id, ["completed", "failed", "cancelled"])
     assert done.status == "completed" and done.result is not None and done.error is None
-    result = mt.CallToolResult.model_validate(done.result)
-    content = result.structured_content or {}
-    assert (
-        not result.is_error and content["result"].startswith("got ") and "/slow/inlined" in content["result"]
-    )
-    assert content["repl"].startswith("repl-") and content["nested_call_counts"]["total"] == 1
+    result = ran(done.result)
+    content = result.content
+    assert not result.is_error and content["value"].startswith("got ") and "/slow/inlined" in content["value"]
+    assert content["repl"].startswith("repl-") and result.audit["nested_call_counts"]["total"] == 1
     assert done.status_message == "1 nested call done; last: http_get finished"
 
 
@@ -338,7 +336,7 @@ async def test_a_client_that_declares_tasks_gets_its_result_through_one(
     async with modern(served.url, extension=tasks) as session, anyio.create_task_group() as group:
         group.start_soon(release_once_a_task)
         result = await session.call_tool("run_code", {"code": held(site, "resolved")})
-    assert "/slow/resolved" in (result.structured_content or {})["result"] and len(tasks.created) == 1
+    assert "/slow/resolved" in ran(result).text and len(tasks.created) == 1
 
 
 async def test_a_cancelled_task_stops_its_snippet_and_keeps_the_repl(
@@ -361,8 +359,8 @@ async def test_a_cancelled_task_stops_its_snippet_and_keeps_the_repl(
         after = await start(session, "x + 1", repl=handle)  # once the interrupted snippet ended
         assert (await get_task(session, created.task_id)).status == "cancelled"  # and stays so
     assert isinstance(after, mt.CallToolResult) and not after.is_error
-    content = after.structured_content or {}
-    assert (content["result"], content["repl"]) == ("42", handle)  # bound before the cancel: kept
+    content = ran(after).content
+    assert (content["value"], content["repl"]) == (42, handle)  # bound before the cancel: kept
 
 
 async def test_progress_notifications_arrive_while_the_snippet_runs(
@@ -393,7 +391,7 @@ async def test_progress_notifications_arrive_while_the_snippet_runs(
             await two_done.wait()  # two calls done, the third held: the run is still going
         assert not result
         site.release["progress"].set()
-    assert (result[0].structured_content or {})["result"] == "200"
+    assert ran(result[0]).content["value"] == 200
     progresses = [progress for progress, _ in seen]
     assert progresses == sorted(set(progresses)) and progresses[-1] == 3
     assert seen[-1][1] == "3 nested calls done; last: http_get finished"
@@ -440,7 +438,7 @@ async def test_a_client_without_the_extension_gets_no_task(served: HttpServe, si
                 await answered.wait()
             assert not answered.is_set()
             site.release["untasked"].set()
-    assert "/slow/untasked" in (result[0].structured_content or {})["result"]
+    assert "/slow/untasked" in ran(result[0]).text
 
 
 async def test_the_wire_shapes(served: HttpServe, site: SlowSite) -> None:

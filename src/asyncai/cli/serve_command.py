@@ -141,6 +141,7 @@ async def run(settings: Settings) -> int:
     # What serving needs, the MCP server side (mcp.server, starlette, uvicorn) with it, loads only
     # when serve-mcp runs.
     from asyncai.cli.wiring import code_mode_executor
+    from asyncai.code_mode.catalog.description import CLIENT_CATALOG_BUDGET
     from asyncai.serve import BindError, CodeModeServer, check_bind, listen, serve_http, serve_stdio
     from asyncai.serve.approval import APPROVAL_TIMEOUT
     from asyncai.serve.client_asking import ServeClients
@@ -166,7 +167,9 @@ async def run(settings: Settings) -> int:
             requests = server_requests(settings, person=clients)
             requests.sampler = clients
             executor = await closing.enter_async_context(
-                code_mode_executor(settings, state_store=store, requests=requests)
+                code_mode_executor(
+                    settings, state_store=store, requests=requests, catalog_budget=CLIENT_CATALOG_BUDGET
+                )
             )
             server = CodeModeServer(
                 executor,

@@ -146,7 +146,8 @@ def add_code_options(parser: argparse.ArgumentParser) -> None:
         "--catalog-budget",
         type=int,
         metavar="CHARS",
-        help="run_code description size; over it an index replaces the stubs (16000)",
+        help="run_code description size; under it, fewer rules and an index (16000; serve-mcp: 2048, "
+        "what Claude Code shows)",
     )
     group.add_argument(
         "--mutations",
@@ -491,7 +492,8 @@ def _size(settings: Settings, key: str, default: int) -> int:
         raise UsageError(f"{_option(key)}: {exc}") from None
 
 
-def code_limits(settings: Settings) -> CodeModeLimits:
+def code_limits(settings: Settings, catalog_budget: int | None = None) -> CodeModeLimits:
+    """The limits the settings give; ``catalog_budget`` is the command's own default, if it has one."""
     from asyncai.code_mode.limits import CodeModeLimits
 
     defaults = CodeModeLimits()
@@ -505,7 +507,7 @@ def code_limits(settings: Settings) -> CodeModeLimits:
         max_result_chars=settings.count("code_max_result", defaults.max_result_chars),
         max_memory=max_memory,
         max_state=max_state,
-        catalog_budget=settings.count("catalog_budget", defaults.catalog_budget),
+        catalog_budget=settings.count("catalog_budget", catalog_budget or defaults.catalog_budget),
     )
 
 

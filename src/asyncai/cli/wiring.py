@@ -82,12 +82,14 @@ async def code_mode_executor(
     activity: Activity | None = None,
     requests: ServerRequests | None = None,
     mutations: MutationPolicy | None = None,
+    catalog_budget: int | None = None,
 ) -> AsyncIterator[CodeMode]:
     """Code mode over the configured servers; ``approver`` decides mutating calls under
     ``--mutations ask`` (without one they are refused); ``state_store`` keeps thread REPLs for
     resumed sessions; ``requests`` answers what the servers ask (declined by default);
-    ``mutations`` is the policy already resolved (default: ``--mutations``, else ``allow``)."""
-    limits = code_limits(settings)
+    ``mutations`` is the policy already resolved (default: ``--mutations``, else ``allow``);
+    ``catalog_budget`` is the command's default for ``--catalog-budget``."""
+    limits = code_limits(settings, catalog_budget)
     sandbox = sandbox_config(settings)
     sandbox.resolved_kind()  # fail on a bad sandbox choice before any server starts
     preamble = read_preamble(settings)

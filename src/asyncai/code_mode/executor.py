@@ -12,11 +12,11 @@ from asyncai.activity import QUIET, Activity
 from asyncai.approvals import MutationPolicy
 from asyncai.approvals.gate import Approver, check_policy
 from asyncai.arguments import check_flag, check_instance, check_method, strings
-from asyncai.code_mode.catalog.description import run_code_definition
+from asyncai.code_mode.catalog.description import Skills, run_code_definition
 from asyncai.code_mode.catalog.entries import build_catalog
 from asyncai.code_mode.catalog.observed import ObservedShapes
 from asyncai.code_mode.catalog.search import ToolFinder
-from asyncai.code_mode.catalog.skills import offered, skills_section
+from asyncai.code_mode.catalog.skills import offered
 from asyncai.code_mode.engine.scope import ReplScope
 from asyncai.code_mode.engine.setup import ScopeSetup
 from asyncai.code_mode.limits import CodeModeLimits
@@ -134,15 +134,17 @@ class CodeMode(ToolSource):
         self._listeners.append(listener)
 
     def _definition(self, inner_tools: list[ToolDefinition]) -> ToolDefinition:
+        skills = None
+        if self.skills is not None and offered(self.skills):
+            listed = [(name, skill.description) for name, skill in self.skills.entries()]
+            skills = Skills(offered(self.skills), listed)
         definition = run_code_definition(
             inner_tools,
             self.inner.resource_servers(),
             self.limits.max_result_chars,
             self.limits.catalog_budget,
+            skills,
         )
-        if self.skills is not None and offered(self.skills):
-            description = f"{definition.description}\n\n{skills_section(self.skills)}"
-            definition = dataclasses.replace(definition, description=description)
         # The backend runs a model's call to a catalog function by its own name as a snippet.
         return dataclasses.replace(definition, callables=tuple(sorted(self.catalog)))
 

@@ -1,13 +1,15 @@
 """``CodeModeServer``: the MCP server side of ``asyncai serve-mcp``.
 
-The client sees ``run_code`` with the description and catalog the agent's model sees (the same
-``CodeMode``, not a copy); ``--expose-direct`` adds the wrapped tools unchanged. Each
-client session has its own REPL (stdio: the connection; HTTP: the ``Mcp-Session-Id``); a
+The client sees ``run_code`` from the same ``CodeMode`` the agent uses (not a copy), its description
+within the ``--catalog-budget`` a client shows; ``--expose-direct`` adds the wrapped tools unchanged.
+Each client session has its own REPL (stdio: the connection; HTTP: the ``Mcp-Session-Id``); a
 stateless caller (the 2026-07-28 protocol over HTTP has no session) names its REPL by a handle
-(``serve.handles``) passed as ``run_code``'s ``repl``. The
-result's first content block is the snippet's value alone; the variables note (which in the agent
-rides on the next user message) follows as a second block when it changed. The structured content
-carries both and a bounded audit of the nested calls.
+(``serve.handles``) passed as ``run_code``'s ``repl``.
+
+A result says the same twice, since a client hands its model one or the other: its text blocks (the
+snippet's value alone, then the variables note when it changed) and its structured content (the
+value as JSON, the note). The audit of the nested calls goes in ``_meta``, which clients keep from
+their models.
 
 A 2026-07-28 client that declares the tasks extension may get a slow ``run_code`` as a task
 (``serve.tasks``); a request with a progress token hears of each nested call that finishes
@@ -36,6 +38,7 @@ from mcp.server.stdio import stdio_server
 
 from asyncai.activity import Activity
 from asyncai.code_mode import CodeMode
+from asyncai.code_mode.catalog.description import client_instructions, is_short
 from asyncai.code_mode.catalog.stubs import RUN_CODE
 from asyncai.code_mode.engine.pausing import PausedSnippet
 from asyncai.code_mode.engine.scope import ReplScope
@@ -63,34 +66,28 @@ from asyncai.tools.types import ToolCallOutput
 STDIO_SESSION = "stdio"
 HTTP_PREFIX = "http:"
 AUDIT_CALLS_SHOWN = 20
-"""Nested calls listed in a result's structured content; the rest are counted (a client may show
-structured content to its model, which pays for it in context)."""
+"""Nested calls listed in a result's audit; the rest are counted."""
+AUDIT_META_KEY = "asyncai/audit"
+"""Where a ``run_code`` result's audit of its nested calls goes: its ``_meta``, which clients keep
+from their models (Claude Code hands its model the structured content, never ``_meta``)."""
 RUN_CODE_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "result": {"type": "string", "description": "what the snippet returned: the first content block"},
-        "variables": {
-            "type": "string",
-            "description": "the variables the REPL holds, when that changed: the second content block",
+        "value": {
+            "description": "what the program returned, as JSON (a str as it is); over the result limit, "
+            "a note saying where the value is kept"
         },
-        "nested_calls": {
-            "type": "array",
-            "description": f"the first {AUDIT_CALLS_SHOWN} MCP calls the snippet made: tool, arguments, "
-            "is_error, bytes, mutating",
-            "items": {"type": "object"},
-        },
-        "nested_call_counts": {
-            "type": "object",
-            "description": "every call the snippet made, counted: total, failed, mutating, refused",
-        },
-        "nested_calls_left_out": {"type": "integer", "description": "calls not listed in nested_calls"},
+        "output": {"type": "string", "description": "what the program printed"},
+        "error": {"type": "string", "description": "why the program failed: its traceback and a hint"},
+        "notice": {"type": "string", "description": "what changed in the REPL before this program ran"},
+        "variables": {"type": "string", "description": "the variables the REPL holds, when that changed"},
+        "repl": {"type": "string", "description": "the REPL handle to pass back as repl"},
     },
-    "required": ["result", "nested_calls", "nested_call_counts"],
 }
 
 
 def audit_content(calls: list[dict[str, Any]], shown: int = AUDIT_CALLS_SHOWN) -> dict[str, Any]:
-    """A snippet's nested calls for structured content: the first ``shown``, counts of all."""
+    """A snippet's nested calls for the result's ``_meta``: the first ``shown``, counts of all."""
     counts = {
         "total": len(calls),
         "failed": sum(bool(call.get("is_error")) and not call.get("refused") for call in calls),
@@ -106,12 +103,9 @@ def audit_content(calls: list[dict[str, Any]], shown: int = AUDIT_CALLS_SHOWN) -
 REPL_ARGUMENT = "repl"
 REPL_PROPERTY: dict[str, Any] = {
     "type": "string",
-    "description": "the REPL handle an earlier run_code result gave; without it, a new REPL",
+    "description": "the REPL handle an earlier run_code result gave, to keep its variables; "
+    "without it, a new, empty REPL",
 }
-REPL_NOTE = (
-    "Each result names its REPL (`repl` in the structured content). Pass it back as `repl` to keep "
-    "the variables of earlier snippets; without it a new, empty REPL starts."
-)
 DEFAULT_HANDLE_TTL = 24 * 3600.0
 """A REPL handle expires this long after its last use (``--state-ttl``)."""
 DEFAULT_IDLE_TIMEOUT = 30 * 60.0
@@ -120,6 +114,7 @@ INSTRUCTIONS = (
     "run_code runs Python that calls the wrapped MCP tools as async functions: fetch, filter and "
     "return only what the answer needs, in one call."
 )
+"""The instructions beside a description that holds every rule; the short form's are the rules."""
 
 
 PAUSE_GONE = (
@@ -201,8 +196,14 @@ class CodeModeServer:
         executor.on_tools_changed(self._tools_changed)
         self.tasks = TaskRunner()
         """The ``run_code`` calls that became tasks (``serve.tasks``)."""
+        limits = executor.limits
+        instructions = (
+            client_instructions(limits.max_result_chars)
+            if is_short(limits.catalog_budget, limits.max_result_chars)
+            else INSTRUCTIONS
+        )
         self.server: Server[Any] = _Server(
-            "asyncai", version=version, instructions=INSTRUCTIONS, on_list_tools=self._list_tools
+            "asyncai", version=version, instructions=instructions, on_list_tools=self._list_tools
         )
         apply_extension(
             self.server, TasksExtension(self.tasks, [RUN_CODE], self._run_task, _caller), self._call_tool
@@ -223,7 +224,7 @@ class CodeModeServer:
         if handles:
             schema = dict(tool.input_schema)
             schema["properties"] = {**schema.get("properties", {}), REPL_ARGUMENT: REPL_PROPERTY}
-            update.update(input_schema=schema, description=f"{tool.description}\n\n{REPL_NOTE}")
+            update["input_schema"] = schema
         tools = [tool.model_copy(update=update)]
         if self.expose_direct:
             tools += [mcp_tool(definition) for definition in self.executor.inner.tools()]
@@ -336,7 +337,7 @@ class CodeModeServer:
         if key is None:  # no session (2026-07-28 over HTTP): the REPL is the handle's
             handle, handle_note, refusal = await self._handle_for(given, owner)
             if refusal is not None:
-                return mt.CallToolResult(content=[mt.TextContent(type="text", text=refusal)], is_error=True)
+                return run_code_result(ToolCallOutput.error(refusal))
             assert handle is not None
             key = SCOPE_PREFIX + handle
         if pausing and self._pausing(ctx):
@@ -410,23 +411,9 @@ class CodeModeServer:
                 },
                 request_state=paused.id,
             )
-        audit = (output.audit or {}).get("nested_calls", [])
-        log_event("serve.run_code", session=key, is_error=output.is_error, nested_calls=len(audit))
-        # The value on its own first, so a program can parse it; the note, when it changed, after.
-        blocks = [mt.TextContent(type="text", text=output.content)]
-        structured: dict[str, Any] = {"result": output.content}
-        if note:
-            blocks.append(mt.TextContent(type="text", text=note))
-            structured["variables"] = note
-        if handle is not None:
-            told = f"REPL {handle}: pass repl={handle!r} to run_code to keep these variables"
-            blocks.append(mt.TextContent(type="text", text=f"{handle_note} {told}" if handle_note else told))
-            structured["repl"] = handle
-        return mt.CallToolResult(
-            content=list(blocks),
-            structured_content={**structured, **audit_content(audit)},
-            is_error=output.is_error,
-        )
+        calls = len((output.audit or {}).get("nested_calls", []))
+        log_event("serve.run_code", session=key, is_error=output.is_error, nested_calls=calls)
+        return run_code_result(output, note, handle, handle_note)
 
     async def _handle_for(self, given: Any, owner: str) -> tuple[str | None, str | None, str | None]:
         """``(handle, note, refusal)``: the caller's handle, or a new one (with a note saying why
@@ -486,8 +473,35 @@ class CodeModeServer:
         return output, self.scopes.note_if_changed(key, use.scope.context_note())
 
 
+def run_code_result(
+    output: ToolCallOutput, note: str | None = None, handle: str | None = None, handle_note: str | None = None
+) -> mt.CallToolResult:
+    """A ``run_code`` output as the client gets it. Its text blocks and its structured content say
+    the same, since a client's model reads one of them: the value on its own first (a program can
+    parse it) or the error, then the variables note when it changed, then the REPL handle. The audit
+    goes in ``_meta``."""
+    blocks = [output.content]
+    if output.is_error or output.structured is None:
+        structured = {"error": output.content} if output.is_error else {"value": output.content}
+    else:
+        structured = dict(output.structured)
+    if note:
+        blocks.append(note)
+        structured["variables"] = note
+    if handle is not None:
+        told = f"REPL {handle}: pass repl={handle!r} to run_code to keep these variables"
+        blocks.append(f"{handle_note} {told}" if handle_note else told)
+        structured["repl"] = handle
+    return mt.CallToolResult(
+        content=[mt.TextContent(type="text", text=block) for block in blocks],
+        structured_content=structured,
+        is_error=output.is_error,
+        _meta={AUDIT_META_KEY: audit_content((output.audit or {}).get("nested_calls", []))},
+    )
+
+
 def _error(text: str) -> mt.CallToolResult:
-    return mt.CallToolResult(content=[mt.TextContent(type="text", text=f"error: {text}")], is_error=True)
+    return run_code_result(ToolCallOutput.error(f"error: {text}"))
 
 
 def _answer_key(call_id: int) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from asyncai.code_mode.catalog.index import index_line, render_index
+from asyncai.code_mode.catalog.index import how_to_find, index_line, render_index
 from asyncai.code_mode.catalog.search import summary, words_of_name
 from asyncai.tools.types import ToolDefinition
 
@@ -34,11 +34,16 @@ def test_an_index_line_lists_required_parameters_first() -> None:
 def test_the_index_fits_its_budget_shares_it_among_servers_and_is_stable() -> None:
     functions = {f"big_{i}": tool(f"big-{i}", "big") for i in range(500)}
     functions |= {f"small_{i}": tool(f"small-{i}", "small") for i in range(3)}
-    text = render_index(functions, 4_000, full_size=123_456)
+    text = render_index(functions, 4_000, how_to_find(len(functions), 123_456))
     assert len(text) <= 4_000
     assert "The catalog has 503 functions; their stubs would take 123,456 characters" in text
     assert "# server big: 500 functions (big)" in text and "# server small: 3 functions (small)" in text
     assert all(f"small_{i}(id, page=...)" in text for i in range(3))  # not crowded out by "big"
     assert ", listing " in text
-    assert render_index(dict(reversed(list(functions.items()))), 4_000, 123_456) != text  # order matters...
-    assert render_index(functions, 4_000, 123_456) == text  # ...and the same input gives the same bytes
+    assert (
+        render_index(dict(reversed(list(functions.items()))), 4_000, how_to_find(len(functions), 123_456))
+        != text
+    )  # order matters...
+    assert (
+        render_index(functions, 4_000, how_to_find(len(functions), 123_456)) == text
+    )  # ...and the same input gives the same bytes

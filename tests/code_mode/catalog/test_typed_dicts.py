@@ -4,9 +4,15 @@ hid that each entity needs ``observations``). Pure rendering, no sandbox."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import Any
 
-from asyncai.code_mode.catalog.description import run_code_description
+from asyncai.code_mode.catalog.description import (
+    CLIENT_CATALOG_BUDGET,
+    DEFAULT_CATALOG_BUDGET,
+    is_short,
+    run_code_description,
+)
 from asyncai.code_mode.catalog.entries import build_catalog, missing_key
 from asyncai.code_mode.catalog.search import ToolFinder
 from asyncai.code_mode.catalog.stubs import TYPED_DICT_DEPTH, python_type, render_catalog, render_stub
@@ -207,12 +213,19 @@ def test_the_type_check_stubs_declare_the_same_names_and_compile() -> None:
 
 
 def test_the_description_stays_byte_stable_and_within_its_budget() -> None:
-    tools = [CREATE_ENTITIES, CREATE_RELATIONS, DELETE_RELATIONS]
+    more = [dataclasses.replace(DELETE_RELATIONS, name=f"delete_relations_{n}") for n in range(30)]
+    tools = [CREATE_ENTITIES, CREATE_RELATIONS, DELETE_RELATIONS, *more]
     first = run_code_description(tools)
     assert first == run_code_description([ToolDefinition(**vars(tool)) for tool in tools])
     assert "class Entity(TypedDict):" in first
     compact = run_code_description(tools, budget=len(first) - 1)
+    assert len(compact) < len(first) and not is_short(len(first) - 1), "the full rules, with an index"
     assert "class Entity" not in compact and "describe_tool" in compact, "over the budget: the index"
+    short = run_code_description(tools, budget=CLIENT_CATALOG_BUDGET)
+    assert len(short) <= CLIENT_CATALOG_BUDGET and "class Entity" not in short
+    assert short.index("create_entities") < short.index("Call functions with keyword arguments"), (
+        "catalog first"
+    )
 
 
 def test_python_type_alone_keeps_plain_dicts() -> None:
@@ -233,3 +246,9 @@ def test_the_host_finds_a_missing_key_in_a_value_built_anywhere() -> None:
     union = {"anyOf": [ENTITY, {"type": "string"}]}
     assert missing_key({"name": "A"}, union, "e") is None, "a union is never guessed at"
     assert build_catalog([CREATE_ENTITIES])["search_tools"].nested == {}
+
+
+def test_the_short_form_begins_where_the_rules_would_take_half_the_budget() -> None:
+    """The README names the number: under 5,308 characters, the short form."""
+    assert is_short(5_307) and not is_short(5_308)
+    assert not is_short(DEFAULT_CATALOG_BUDGET) and is_short(CLIENT_CATALOG_BUDGET)

@@ -7,7 +7,7 @@ from asyncai.code_mode.engine.finish import (
     ABANDONED_NOTE,
     RESTARTED_NOTE,
     Written,
-    noted,
+    notice,
     outcome_text,
     stopped_text,
     tool_output,
@@ -28,18 +28,25 @@ def test_a_value_kept_as_the_last_value_is_named_when_too_large() -> None:
 def test_a_closing_assignment_too_large_to_show_is_kept_under_its_name() -> None:
     result = outcome_text(list(range(200)), "", 0, Written(("rows",), False, assigned="rows"), LIMITS)
     assert not result.is_error and "value assigned to rows" in result.text and "Preview" in result.text
+    assert result.value == result.text, "the stand-in is the value a client's model reads"
 
 
 def test_printed_output_comes_with_the_value() -> None:
     result = outcome_text(3, "hello\n", 0, Written((), True), LIMITS)
-    assert "hello" in result.text and "3" in result.text and not result.is_error
+    assert result.text == '{"output":"hello\\n","result":3}' and not result.is_error
+    assert (result.value, result.output) == (3, "hello\n")
+    alone = outcome_text(None, "hi", 0, Written((), True), LIMITS)
+    assert (alone.text, alone.value, alone.output) == ('{"output":"hi"}', None, "hi")
+    assert outcome_text(3, "", 0, Written((), True), LIMITS).output is None
 
 
 def test_the_notes_come_first_and_only_when_due() -> None:
-    assert noted("42", restarted=False, abandoned=False) == "42"
-    assert noted("42", restarted=True, abandoned=False) == f"{RESTARTED_NOTE}\n42"
-    both = noted("42", restarted=True, abandoned=True)
-    assert both.startswith(ABANDONED_NOTE) and both.endswith(f"{RESTARTED_NOTE}\n42")
+    assert notice(restarted=False, abandoned=False) is None
+    assert notice(restarted=True, abandoned=False) == RESTARTED_NOTE
+    assert notice(restarted=True, abandoned=True) == f"{ABANDONED_NOTE}\n{RESTARTED_NOTE}"
+    told = tool_output(RunCodeText("42", False, value=42), None, RESTARTED_NOTE)
+    assert told.content == f"{RESTARTED_NOTE}\n42"
+    assert told.structured == {"value": 42, "notice": RESTARTED_NOTE}
 
 
 def test_a_stopped_snippet_lists_what_ran_while_it_streamed() -> None:
@@ -55,7 +62,9 @@ def test_the_wall_clock_says_whether_anything_ran() -> None:
 
 
 def test_an_error_carries_no_value_for_the_embedder() -> None:
-    ok = tool_output("1", RunCodeText("1", False, value=1), {"nested_calls": []})
-    failed = tool_output("error", RunCodeText("error", True, value=1), None)
-    assert ok.structured == {"value": 1} and ok.audit == {"nested_calls": []}
-    assert failed.structured is None and failed.is_error
+    ok = tool_output(RunCodeText("1", False, value=1), {"nested_calls": []})
+    printed = tool_output(RunCodeText('{"output":"a","result":1}', False, value=1, output="a"), None)
+    failed = tool_output(RunCodeText("error", True, value=1), None)
+    assert ok.structured == {"value": 1} and ok.audit == {"nested_calls": []} and ok.content == "1"
+    assert printed.structured == {"value": 1, "output": "a"}
+    assert failed.structured is None and failed.is_error and failed.content == "error"

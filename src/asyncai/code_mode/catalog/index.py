@@ -3,13 +3,14 @@ budget. Pure functions: the same tools always give the same bytes (prompt cachin
 
 The index says how many functions there are and how to reach the rest, then per server how many
 tools it has and the areas they cover (the most common leading words of their names), then as many
-functions as fit, one line each: ``name(required, params, optional=...) - summary``.
+functions as fit, one line each: ``name(required, params, optional=...) - summary`` (the summary
+left out where the room is short).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from asyncai.code_mode.catalog.search import summary, words_of_name
 from asyncai.code_mode.catalog.stubs import parameter_names
@@ -32,7 +33,7 @@ Search, describe and call in one run_code: r = await search_tools(query="..."); 
 print(await describe_tool(name=r[0]["name"]))."""
 
 
-def index_line(py_name: str, tool: ToolDefinition) -> str:
+def index_line(py_name: str, tool: ToolDefinition, *, with_summary: bool = True) -> str:
     """``kv_namespace_delete(account_id, kv_namespace_id) - Delete a KV namespace.``"""
     required = {str(name) for name in tool.input_schema.get("required", [])}
     params = [
@@ -40,7 +41,7 @@ def index_line(py_name: str, tool: ToolDefinition) -> str:
         for py, schema_name in sorted(parameter_names(tool).items(), key=lambda p: p[1] not in required)
     ]
     line = f"{py_name}({', '.join(params)})"
-    description = summary(tool.description, LINE_SUMMARY_CHARS)
+    description = summary(tool.description, LINE_SUMMARY_CHARS) if with_summary else ""
     return f"{line} - {description}" if description else line
 
 
@@ -51,9 +52,26 @@ def _areas(names: Sequence[str]) -> str:
     return ", ".join(common) + more
 
 
-def render_index(functions: Mapping[str, ToolDefinition], budget: int, full_size: int) -> str:
+def how_to_find(total: int, full_size: int) -> Callable[[int], str]:
+    """The full description's intro to its index: what is listed and how to reach the rest."""
+
+    def intro(listed: int) -> str:
+        note = "" if listed == total else f", listing {count(listed)} of them"
+        return HOW_TO_FIND.format(total=count(total), full=count(full_size), listed_note=note)
+
+    return intro
+
+
+def render_index(
+    functions: Mapping[str, ToolDefinition],
+    budget: int,
+    intro: Callable[[int], str],
+    *,
+    with_summary: bool = True,
+) -> str:
     """The index for ``functions`` (Python name -> tool, in catalog order) in at most ``budget``
-    characters; ``full_size`` is what the full stubs would take."""
+    characters: ``intro`` (given how many functions are listed), then per server its count and
+    areas and as many of its functions as fit, one line each."""
     by_server: dict[str, list[str]] = {}
     for py_name, tool in functions.items():
         by_server.setdefault(tool.server or "tools", []).append(py_name)
@@ -62,12 +80,7 @@ def render_index(functions: Mapping[str, ToolDefinition], budget: int, full_size
         for server, names in by_server.items()
     }
     total = len(functions)
-
-    def intro(listed: int) -> str:
-        note = "" if listed == total else f", listing {count(listed)} of them"
-        return HOW_TO_FIND.format(total=count(total), full=count(full_size), listed_note=note)
-
-    # The intro grows by ", listing N of them" when not all fit: reserve its longest form.
+    # The intro may grow when not all fit: reserve its longest form.
     room = budget - len(intro(max(total - 1, 0))) - sum(len(h) + 2 for h in headers.values())
     lines: dict[str, list[str]] = {server: [] for server in by_server}
     listed = 0
@@ -77,7 +90,7 @@ def render_index(functions: Mapping[str, ToolDefinition], budget: int, full_size
         for server, queue in queues.items():
             if not queue:
                 continue
-            line = index_line(queue[0], functions[queue[0]])
+            line = index_line(queue[0], functions[queue[0]], with_summary=with_summary)
             if len(line) + 1 > room:
                 queues[server] = []
                 continue

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from asyncai.code_mode.catalog.stubs import render_stub
 from asyncai.code_mode.engine.crossing import Payload
 from asyncai.log import dumps_compact, log_event
 from asyncai.skills.skill import SkillError
@@ -187,27 +186,3 @@ async def _loaded(skills: SkillSet, name: str, loaded: Mapping[str, Any]) -> lis
     if isinstance(outcome, str):
         raise SkillError(outcome)
     return list(outcome)
-
-
-SKILLS_LISTED_CHARS: Final = 2_000
-"""How much of ``run_code``'s description the list of skills may take; ``skills()`` finds the rest."""
-
-
-def skills_section(skills: SkillSet, budget: int = SKILLS_LISTED_CHARS) -> str:
-    """The description's part on skills: the functions' stubs, then each skill (name:
-    description) within ``budget`` characters."""
-    stubs = "\n\n".join(render_stub(name, tool) for name, tool in offered(skills).items())
-    head = "# Skills: instructions and code for tasks; read a skill's instructions before you use it"
-    entries = skills.entries()
-    if not entries:
-        return f"{head}\n\n{stubs}"
-    lines: list[str] = []
-    used = 0
-    for name, skill in entries:
-        line = f"- {name}: {' '.join(skill.description.split())}"
-        if used + len(line) + 1 > budget:
-            lines.append(f"- ... and {len(entries) - len(lines)} more: await skills(query=...) finds them")
-            break
-        lines.append(line)
-        used += len(line) + 1
-    return "\n\n".join([head, stubs, "\n".join(lines)])

@@ -35,6 +35,7 @@ __all__ = [
     "render_stub",
     "sanitize_names",
     "shape_sketch",
+    "signature_line",
 ]
 
 HELPER_NAMES: Final = ("items", "names", "dig", "count_by", "to_json")
@@ -630,6 +631,21 @@ def render_signature(py_name: str, tool: ToolDefinition, types: StubTypes | None
     (its TypedDicts are in ``types``, which the caller renders before it)."""
     where = _where(types, py_name) if types is not None else None
     return f"async def {py_name}({_signature(tool, where)[2]}) -> Any: ..."
+
+
+SHORT_RETURN_CHARS: Final = 60
+"""A return shape sketched this short stands as the annotation of a one-line signature."""
+
+
+def signature_line(py_name: str, tool: ToolDefinition) -> str:
+    """A stub in one line, for a description that must be short: ``async def`` with its parameters
+    (nested objects as dicts, no TypedDicts) and, when short, the shape it returns."""
+    output_schema = inline_local_refs(unwrapped_output_schema(tool.output_schema))
+    returns = "Any"
+    if output_schema:
+        sketch = shape_sketch(output_schema)
+        returns = sketch if len(sketch) <= SHORT_RETURN_CHARS else python_type(output_schema)
+    return f"async def {py_name}({_signature(tool)[2]}) -> {returns}"
 
 
 def observed_sketch(schema: dict[str, Any]) -> str:

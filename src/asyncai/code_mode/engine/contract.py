@@ -67,8 +67,10 @@ class RunCodeText:
     text: str
     is_error: bool
     value: Any = field(default=None, compare=False)
-    """The snippet's value as JSON data (``to_json_value``), beside the text; ``None`` for an error.
-    Not compared: the text already says it."""
+    """The snippet's value as JSON data (``to_json_value``), beside the text; over the result limit,
+    the text saying where it is kept; ``None`` for an error. Not compared: the text already says it."""
+    output: str | None = field(default=None, compare=False)
+    """What the snippet printed, as the text shows it (clipped); ``None`` when it printed nothing."""
 
 
 def find_unawaited(value: Any, *, limit: int = _SCAN_LIMIT) -> str | None:
@@ -120,15 +122,18 @@ def _output_text(outcome: SnippetOutcome, budget: int) -> str:
     return printed
 
 
-def _result_text(outcome: SnippetOutcome, data: Any, max_chars: int) -> str:
-    has_output = bool(outcome.printed) or outcome.printed_truncated_bytes > 0
-    output_budget = max(max_chars // 2, 1)
+def _shown_output(outcome: SnippetOutcome, max_chars: int) -> str | None:
+    """The print output as a result shows it, or ``None`` when nothing was printed."""
+    if not outcome.printed and outcome.printed_truncated_bytes <= 0:
+        return None
+    return _output_text(outcome, max(max_chars // 2, 1))
+
+
+def _result_text(outcome: SnippetOutcome, data: Any, output: str | None) -> str:
     if outcome.value is None:
-        if not has_output:
-            return NO_OUTPUT_TEXT
-        return dump_json({"output": _output_text(outcome, output_budget)})
-    if has_output:
-        return dump_json({"output": _output_text(outcome, output_budget), "result": data})
+        return NO_OUTPUT_TEXT if output is None else dump_json({"output": output})
+    if output is not None:
+        return dump_json({"output": output, "result": data})
     if isinstance(outcome.value, str):
         return outcome.value or EMPTY_STRING_TEXT
     return dump_json(data)
@@ -184,15 +189,13 @@ def _assigned_too_large(text: _Text, max_chars: int, assigned: str) -> RunCodeTe
     where = assigned.removeprefix("(").removesuffix(",)")
     shown = preview_chars(max_chars)
     first = where.split(", ")[0]
-    return RunCodeText(
-        text=(
-            f"(the value assigned to {where} is {count(text.length)} chars, over the {count(max_chars)}-char "
-            f"limit for what goes to the model, so it is not shown; it stays in {where}: return a "
-            f"filtered subset of it (a count, a few names, selected fields: len({first}), {first}[:3]) "
-            f"without calling the tool again. Preview (first {shown} chars): {text.preview(shown)})"
-        ),
-        is_error=False,
+    stand_in = (
+        f"(the value assigned to {where} is {count(text.length)} chars, over the {count(max_chars)}-char "
+        f"limit for what goes to the model, so it is not shown; it stays in {where}: return a "
+        f"filtered subset of it (a count, a few names, selected fields: len({first}), {first}[:3]) "
+        f"without calling the tool again. Preview (first {shown} chars): {text.preview(shown)})"
     )
+    return RunCodeText(text=stand_in, is_error=False, value=stand_in)
 
 
 def format_outcome(
@@ -215,9 +218,10 @@ def format_outcome(
         text = _large_text(outcome, large, max_chars)
     else:
         data = to_json_value(outcome.value)  # converted once: for the text and as the value itself
-        whole = _result_text(outcome, data, max_chars)
+        output = _shown_output(outcome, max_chars)
+        whole = _result_text(outcome, data, output)
         if len(whole) <= max_chars:
-            return RunCodeText(text=whole, is_error=False, value=data)
+            return RunCodeText(text=whole, is_error=False, value=data, output=output)
         text = _Text.of(whole)
     if assigned is not None and outcome.value is not None:
         return _assigned_too_large(text, max_chars, assigned)
@@ -235,10 +239,11 @@ def _large_value(value: Any) -> _Text | None:
 
 def _large_text(outcome: SnippetOutcome, value: _Text, max_chars: int) -> _Text:
     """``_result_text`` of a value known by its JSON's length and head."""
-    if not outcome.printed and outcome.printed_truncated_bytes <= 0:
+    output = _shown_output(outcome, max_chars)
+    if output is None:
         return value
     # dump_json({"output": ..., "result": value}): the output first, then the value's JSON.
-    printed = compact_json(_output_text(outcome, max(max_chars // 2, 1)))
+    printed = compact_json(output)
     before = f'{{"output":{printed},"result":'
     return _Text(len(before) + value.length + 1, before + value.head)
 

@@ -94,18 +94,25 @@ def stopped_text(why: str, ran: list[str], report: str | None) -> str:
     return text if report is None else f"{text}\n{report}"
 
 
-def noted(text: str, *, restarted: bool, abandoned: bool) -> str:
-    """The result's text with what the model must know of the REPL first."""
-    if restarted:
-        text = f"{RESTARTED_NOTE}\n{text}"
-    if abandoned:
-        text = f"{ABANDONED_NOTE}\n{text}"
-    return text
+def notice(*, restarted: bool, abandoned: bool) -> str | None:
+    """What the model must know of the REPL before a result, or ``None``."""
+    notes = [note for note, due in ((ABANDONED_NOTE, abandoned), (RESTARTED_NOTE, restarted)) if due]
+    return "\n".join(notes) or None
 
 
-def tool_output(text: str, result: RunCodeText, audit: dict[str, Any] | None) -> ToolCallOutput:
-    """``run_code``'s output: ``text`` for the model, and for an embedder the value as data too."""
-    structured = None if result.is_error else {"value": result.value}
+def tool_output(
+    result: RunCodeText, audit: dict[str, Any] | None, notice: str | None = None
+) -> ToolCallOutput:
+    """``run_code``'s output: the text a model reads (``notice`` first), and the same as data: the
+    value, what was printed and the notice (``None`` for an error, whose text is all there is)."""
+    text = result.text if notice is None else f"{notice}\n{result.text}"
+    structured: dict[str, Any] | None = None
+    if not result.is_error:
+        structured = {"value": result.value}
+        if result.output is not None:
+            structured["output"] = result.output
+        if notice is not None:
+            structured["notice"] = notice
     return ToolCallOutput(content=text, is_error=result.is_error, structured=structured, audit=audit)
 
 

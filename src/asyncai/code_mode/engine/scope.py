@@ -15,7 +15,7 @@ from asyncai.activity import Activity
 from asyncai.approvals.gate import Approval, Approver
 from asyncai.code_mode.catalog.stubs import RUN_CODE
 from asyncai.code_mode.engine.dispatch import refuse_os
-from asyncai.code_mode.engine.finish import NEEDS_CODE, error_text, noted
+from asyncai.code_mode.engine.finish import NEEDS_CODE, error_text, notice
 from asyncai.code_mode.engine.pausing import PausedSnippet
 from asyncai.code_mode.engine.preamble import keeping
 from asyncai.code_mode.engine.run import StateLost, discard_print, finish_abandoned
@@ -281,11 +281,11 @@ class ReplScope(ToolSource):
             raise StateLost(f"the new tool functions could not be defined: {error_text(exc)}") from None
         self.wrappers_version = self.setup.catalog_version
 
-    def noted(self, text: str, restart_asked: bool) -> str:
-        """A result's text with what the model must know of the REPL first (told once)."""
-        text = noted(text, restarted=self.restarted and not restart_asked, abandoned=self.abandoned)
+    def notice(self, restart_asked: bool) -> str | None:
+        """What the model must know of the REPL before the next result (told once)."""
+        told = notice(restarted=self.restarted and not restart_asked, abandoned=self.abandoned)
         self.restarted = self.abandoned = False
-        return text
+        return told
 
     async def reset(self, *, discard: bool = False, keep_repl: bool = False) -> None:
         """Give the worker back and forget the REPL; ``keep_repl``: keep what is known of it (a

@@ -232,12 +232,8 @@ class SnippetRun:
         if isinstance(result, _Stopped):
             text = stopped_text(result.why, self.ran, self.dispatcher.calls_report())
             return ToolCallOutput(content=text, is_error=True, audit=audit)
-        text = (
-            result.text
-            if arguments is None
-            else self.scope.noted(result.text, bool(arguments.get("restart")))
-        )
-        return tool_output(text, result, audit)
+        told = None if arguments is None else self.scope.notice(bool(arguments.get("restart")))
+        return tool_output(result, audit, told)
 
     async def _early(self) -> RunCodeText | None:
         """While the snippet streams: run each complete statement that may run early. The result of
