@@ -62,7 +62,7 @@ def recorded_programs(records: Iterable[dict[str, Any]]) -> list[str]:
     """The distinct programs a real model wrote in recorded attempts, in order: ``run_code``'s code
     as the harness ran it (the calls in the requests are the repaired ones), and the ```python
     blocks of text-protocol replies."""
-    from asyncai.backend.wire import python_code
+    from asyncai.backend.programs import python_code
 
     programs: list[str] = []
     for record in records:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from asyncai import CodeMode, CodeModeLimits, McpServers, ToolSource
-from asyncai.backend import wire
+from asyncai.backend import calls, text_calls
 from asyncai.backend.config import NO_ANSWER_TEXT, BackendConfig
 from asyncai.backend.openai import ModelServerError, OpenAiCompatibleBackend, RunResult
 from evals.recording import RECORDINGS, Exchange, Recorder, Replayer, stable
@@ -97,7 +97,7 @@ def classify(
         return "harness: a turn without an answer"
     if result.final_round_forced:
         return "model: ran out of rounds"
-    if wire.calls_in_text(reply, call_names) is not None:
+    if text_calls.calls_in_text(reply, call_names) is not None:
         return "harness: a call it did not recognise"
     if _GAVE_UP.search(_CODE_BLOCK.sub("", reply)):
         return "model: gave up"
@@ -129,7 +129,7 @@ async def run_attempt(task: Task, mode: str, repetition: int, world: World, reco
         if isinstance(executor, CodeMode):
             await stack.enter_async_context(executor)
         offered = {tool.name: tool for tool in executor.tools()}
-        call_names = {*offered, *wire.code_functions(offered)}
+        call_names = {*offered, *calls.code_functions(offered)}
         backend = await stack.enter_async_context(OpenAiCompatibleBackend(config))
         try:
             async with asyncio.timeout(ATTEMPT_TIMEOUT):

@@ -74,3 +74,15 @@ def test_no_import_cycles() -> None:
 def test_the_cycle_finder_finds_one() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_backend_knows_code_mode_only_through_its_tool_definition() -> None:
+    graph = import_graph()
+    backend = [module for module in graph if module.startswith("asyncai.backend")]
+    reached = {
+        (module, target)
+        for module in backend
+        for target in graph[module]
+        if target == "asyncai.code_mode" or target.startswith("asyncai.code_mode.")
+    }
+    assert len(backend) > 5 and not reached

@@ -21,8 +21,9 @@ from asyncai.backend import (
     OpenAiCompatibleBackend,
     RunResult,
 )
-from asyncai.backend.wire import drop_missing_imports, drop_pasted_stubs
+from asyncai.backend.programs import drop_missing_imports, drop_pasted_stubs
 from asyncai.code_mode import CodeMode
+from asyncai.code_mode.engine.contract import IMPORTABLE_MODULES
 from asyncai.code_mode.engine.scope import ReplScope
 from asyncai.tools.functions import FunctionTools, tool
 from asyncai.tools.types import ToolCallOutput, ToolSource
@@ -322,7 +323,7 @@ async def test_an_unused_import_of_a_missing_module_is_dropped(scope: ReplScope,
 def test_only_unused_imports_of_missing_modules_are_dropped(
     code: str, kept: str, dropped: tuple[str, ...]
 ) -> None:
-    assert drop_missing_imports(code) == (kept, dropped)
+    assert drop_missing_imports(code, IMPORTABLE_MODULES) == (kept, dropped)
 
 
 async def test_only_pasted_stubs_are_refused_with_the_call_to_write(scope: ReplScope) -> None:

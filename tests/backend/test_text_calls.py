@@ -14,7 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from asyncai.backend import NO_ANSWER_TEXT, wire
+from asyncai.backend import NO_ANSWER_TEXT
+from asyncai.backend.calls import call_snippet, prepare_calls, ran_as_note
+from asyncai.backend.decoding import parse_arguments
+from asyncai.backend.overflow import context_overflow
+from asyncai.backend.text_calls import calls_in_text
+from asyncai.backend.unfinished import no_answer_text
 from asyncai.backend.wire import RawToolCall
 from asyncai.tools.types import ToolDefinition
 
@@ -97,10 +102,10 @@ def written_calls(draw: st.DrawFn) -> tuple[str, list[tuple[str, dict[str, Any]]
 @given(written_calls())
 def test_calls_written_as_text_are_recognised(case: tuple[str, list[Any], str, str | None]) -> None:
     text, wanted, kind, prose = case
-    found = wire.calls_in_text(text, NAMES)
+    found = calls_in_text(text, NAMES)
     assert found is not None, text
     assert (found.kind, found.prose) == (kind, prose)
-    assert [(c.name, wire.parse_arguments(c.arguments)) for c in found.calls] == wanted
+    assert [(c.name, parse_arguments(c.arguments)) for c in found.calls] == wanted
     assert all(repairs == (kind,) for repairs in found.repairs)
 
 
@@ -111,7 +116,7 @@ def test_fenced_or_tagged_calls_may_be_followed_by_words(
     """Fenced and closed-tag calls are calls with an explanation after them; bare JSON (and an
     unclosed tag, which runs to the end) followed by words is prose."""
     text, wanted, kind, prose = case
-    found = wire.calls_in_text(f"{text}\n{more}", NAMES)
+    found = calls_in_text(f"{text}\n{more}", NAMES)
     if kind == "tool_call_tags" and not text.rstrip().endswith(">"):
         wanted = wanted[:-1]  # the unclosed last tag takes the words in: only the closed ones are calls
     if kind == "bare_json" or not wanted:
@@ -119,7 +124,7 @@ def test_fenced_or_tagged_calls_may_be_followed_by_words(
         return
     assert found is not None, text
     assert (found.kind, found.prose) == (kind, prose)
-    assert [(c.name, wire.parse_arguments(c.arguments)) for c in found.calls] == wanted
+    assert [(c.name, parse_arguments(c.arguments)) for c in found.calls] == wanted
 
 
 @given(written_calls())
@@ -127,19 +132,19 @@ def test_json_naming_no_offered_tool_is_prose(case: tuple[str, list[Any], str, s
     text = case[0]
     for name in sorted(NAMES, key=len, reverse=True):
         text = text.replace(f'"{name}"', '"kubectl"')
-    assert wire.calls_in_text(text, NAMES) is None, text
-    assert wire.calls_in_text(case[0], {"run_code"} - {n for n, _ in case[1]}) is None
+    assert calls_in_text(text, NAMES) is None, text
+    assert calls_in_text(case[0], {"run_code"} - {n for n, _ in case[1]}) is None
 
 
 @given(st.text())
 def test_any_text_without_a_call_is_prose(text: str) -> None:
-    assert wire.calls_in_text(text, NAMES) is None
+    assert calls_in_text(text, NAMES) is None
 
 
 @given(st.dictionaries(st.sampled_from(["answer", "count", "files", "total"]), json_values, min_size=1))
 def test_json_that_is_not_a_call_is_prose(value: dict[str, Any]) -> None:
-    assert wire.calls_in_text(json.dumps(value), NAMES) is None
-    assert wire.calls_in_text(f"```json\n{json.dumps(value, indent=2)}\n```", NAMES) is None
+    assert calls_in_text(json.dumps(value), NAMES) is None
+    assert calls_in_text(f"```json\n{json.dumps(value, indent=2)}\n```", NAMES) is None
 
 
 def test_prose_around_a_fenced_call_is_kept_before_it() -> None:
@@ -148,7 +153,7 @@ def test_prose_around_a_fenced_call_is_kept_before_it() -> None:
         '```json\n{"name": "list_directory", "arguments": {"path": "/d"}}\n```\n'
         "This returns the names.\n```python\nprint('an example, not a call')\n```"
     )
-    found = wire.calls_in_text(text, NAMES)
+    found = calls_in_text(text, NAMES)
     assert found is not None and found.prose == "Here's the plan:\n1. list the files"
     assert [(c.name, c.arguments) for c in found.calls] == [("list_directory", {"path": "/d"})]
 
@@ -171,7 +176,7 @@ def test_prose_around_a_fenced_call_is_kept_before_it() -> None:
     ],
 )
 def test_other_tags_and_doubled_braces_are_calls(text: str) -> None:
-    found = wire.calls_in_text(text, NAMES)
+    found = calls_in_text(text, NAMES)
     assert found is not None, text
     assert [(c.name, c.arguments) for c in found.calls] == [("list_directory", {"path": "/d"})]
 
@@ -222,33 +227,31 @@ def test_code_in_backticks_or_triple_quotes(code: str, style: str, wrapping: str
     text = {"fenced": f"```json\n{call}\n```", "tags": f"<tool_call>\n{call}\n</tool_call>", "bare": call}[
         wrapping
     ]
-    found = wire.calls_in_text(text, NAMES)
+    found = calls_in_text(text, NAMES)
     assert found is not None, text
     assert [c.arguments for c in found.calls] == [{"code": code}]
     assert found.repairs == ((found.kind, "code_quoted"),)
     # In a proper tool call the arguments string may hold the same.
-    [prepared] = wire.prepare_calls(
-        [RawToolCall("c", "run_code", '{"code": ' + quoted(style, code) + "}")], TOOLS
-    )
+    [prepared] = prepare_calls([RawToolCall("c", "run_code", '{"code": ' + quoted(style, code) + "}")], TOOLS)
     assert (prepared.arguments, prepared.repairs) == ({"code": code}, ("code_quoted",))
 
 
 @given(codes)
 def test_code_fenced_inside_a_json_string_is_unfenced(code: str) -> None:
     raw = json.dumps({"code": f"```python\n{code}\n```"})
-    [prepared] = wire.prepare_calls([RawToolCall("c", "run_code", raw)], TOOLS)
+    [prepared] = prepare_calls([RawToolCall("c", "run_code", raw)], TOOLS)
     assert (prepared.arguments, prepared.repairs) == ({"code": code}, ("code_quoted",))
 
 
 def test_indented_triple_quoted_code_is_dedented_and_keeps_its_escapes() -> None:
     text = '```json\n{"name": "run_code", "arguments": {"code": """\n    x = "a\\nb"\n    x\n"""}}\n```'
-    found = wire.calls_in_text(text, NAMES)
+    found = calls_in_text(text, NAMES)
     assert found is not None and found.calls[0].arguments == {"code": 'x = "a\\nb"\nx'}
 
 
 @given(st.dictionaries(st.text(max_size=8), json_values, max_size=5))
 def test_call_snippet_passes_exactly_the_arguments(args: dict[str, Any]) -> None:
-    snippet = wire.call_snippet("search_files", args)
+    snippet = call_snippet("search_files", args)
     tree = ast.parse(snippet, mode="eval").body
     assert isinstance(tree, ast.Await) and isinstance(tree.value, ast.Call)
     assert isinstance(tree.value.func, ast.Name) and tree.value.func.id == "search_files"
@@ -264,10 +267,10 @@ def test_call_snippet_passes_exactly_the_arguments(args: dict[str, Any]) -> None
 
 
 def test_call_snippet_is_written_as_keyword_arguments() -> None:
-    snippet = wire.call_snippet("search_files", {"path": "/data", "pattern": "*.txt"})
+    snippet = call_snippet("search_files", {"path": "/data", "pattern": "*.txt"})
     assert snippet == "await search_files(path='/data', pattern='*.txt')"
     assert (
-        wire.call_snippet("f", {"from": 1, "a-b": None, "ok": True})
+        call_snippet("f", {"from": 1, "a-b": None, "ok": True})
         == "await f(ok=True, **{'from': 1, 'a-b': None})"
     )
 
@@ -279,7 +282,7 @@ def test_a_catalog_function_called_by_its_own_name_becomes_a_snippet() -> None:
         RawToolCall("c", "search_files", "path=/data"),
         RawToolCall("d", "kubectl", "{}"),
     ]
-    found, empty, bad, unknown = wire.prepare_calls(calls, TOOLS)
+    found, empty, bad, unknown = prepare_calls(calls, TOOLS)
     snippet = "await search_files(path='/data', pattern='*.txt')"
     assert (found.name, found.arguments, found.ran_as, found.repairs) == (
         "run_code",
@@ -288,7 +291,7 @@ def test_a_catalog_function_called_by_its_own_name_becomes_a_snippet() -> None:
         ("catalog_name",),
     )
     assert found.arguments_json == json.dumps({"code": snippet}, separators=(",", ":"))
-    assert wire.ran_as_note(snippet) == f"(ran as run_code: {snippet})"
+    assert ran_as_note(snippet) == f"(ran as run_code: {snippet})"
     assert (empty.name, empty.arguments) == ("run_code", {"code": "await list_directory()"})
     assert (bad.name, bad.arguments_json) == ("search_files", "{}")  # kept as the model wrote it
     assert bad.error == (
@@ -303,13 +306,13 @@ def test_a_catalog_function_called_by_its_own_name_becomes_a_snippet() -> None:
 
 def test_an_offered_tool_keeps_its_name_over_a_catalog_function() -> None:
     echo = ToolDefinition("search_files", "", {"type": "object"})
-    [call] = wire.prepare_calls([RawToolCall("a", "search_files", "{}")], {**TOOLS, "search_files": echo})
+    [call] = prepare_calls([RawToolCall("a", "search_files", "{}")], {**TOOLS, "search_files": echo})
     assert (call.name, call.ran_as) == ("search_files", None)
 
 
 def test_calls_past_the_cap_are_not_run() -> None:
     calls = [RawToolCall(None, "run_code", '{"code": "1"}') for _ in range(20)]
-    prepared = wire.prepare_calls(calls, TOOLS, max_calls=16)
+    prepared = prepare_calls(calls, TOOLS, max_calls=16)
     assert [p.ok for p in prepared] == [True] * 16 + [False] * 4
     assert prepared[16].error == (
         "error: not run: a reply may make at most 16 tool calls, and this was call 17 of 20. "
@@ -352,7 +355,7 @@ def test_calls_past_the_cap_are_not_run() -> None:
 def test_context_overflow_is_recognised_with_its_sizes(
     status: int, body: str, sizes: tuple[Any, Any]
 ) -> None:
-    overflow = wire.context_overflow(status, body.encode())
+    overflow = context_overflow(status, body.encode())
     assert overflow is not None
     assert (overflow.prompt_tokens, overflow.context_tokens) == sizes
 
@@ -365,12 +368,12 @@ def test_context_overflow_is_recognised_with_its_sizes(
     ],
 )
 def test_other_errors_are_no_context_overflow(status: int, body: str) -> None:
-    assert wire.context_overflow(status, body) is None
+    assert context_overflow(status, body) is None
 
 
 def test_no_answer_text_is_never_empty_and_shows_the_last_result() -> None:
-    assert wire.no_answer_text(None) == NO_ANSWER_TEXT
-    assert wire.no_answer_text("  ") == NO_ANSWER_TEXT
-    text = wire.no_answer_text("line one\nline two " + "x" * 1000)
+    assert no_answer_text(None) == NO_ANSWER_TEXT
+    assert no_answer_text("  ") == NO_ANSWER_TEXT
+    text = no_answer_text("line one\nline two " + "x" * 1000)
     assert text.startswith("(no answer was produced: the model returned no text; the last tool result was: ")
     assert "line one line two" in text and "\n" not in text and len(text) < 700

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from asyncai.backend import BackendConfig, OpenAiCompatibleBackend
-from asyncai.backend.wire import python_code
+from asyncai.backend.programs import python_code
 from asyncai.code_mode import CodeMode
 from asyncai.code_mode.engine.scope import ReplScope
 from asyncai.tools.functions import FunctionTools, tool

@@ -10,7 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from asyncai.backend import BackendConfig, Message, wire
-from asyncai.backend.wire import ArgumentsError, RawToolCall, StreamAccumulator
+from asyncai.backend.calls import assistant_message, prepare_calls, repair_ids
+from asyncai.backend.decoding import ArgumentsError, parse_arguments
+from asyncai.backend.unfinished import unfinished_reply
+from asyncai.backend.wire import RawToolCall, StreamAccumulator
 from asyncai.log import dumps_compact
 from tests.fakes.executors import ECHO, RUN_CODE
 
@@ -32,7 +35,7 @@ TOOLS = {RUN_CODE.name: RUN_CODE, ECHO.name: ECHO}
     ],
 )
 def test_parse_arguments_repairs(raw: Any, expected: dict[str, Any]) -> None:
-    assert wire.parse_arguments(raw) == expected
+    assert parse_arguments(raw) == expected
 
 
 @pytest.mark.parametrize(
@@ -51,22 +54,22 @@ def test_parse_arguments_repairs(raw: Any, expected: dict[str, Any]) -> None:
     ],
 )
 def test_parse_arguments_errors(raw: Any, reason: str) -> None:
-    result = wire.parse_arguments(raw)
+    result = parse_arguments(raw)
     assert isinstance(result, ArgumentsError)
     assert result.reason == reason
 
 
 def test_argument_preview_is_bounded() -> None:
-    result = wire.parse_arguments("x" * 5000)
+    result = parse_arguments("x" * 5000)
     assert isinstance(result, ArgumentsError)
     assert len(result.preview) < 300
     assert "more chars" in result.preview
 
 
 def test_repair_ids() -> None:
-    assert wire.repair_ids(["a", None, "a", "call_1", None]) == ["a", "call_2", "call_3", "call_1", "call_4"]
-    assert wire.repair_ids(["x"], used={"x"}) == ["call_1"]
-    assert wire.repair_ids([None, None], used={"call_1"}) == ["call_2", "call_3"]
+    assert repair_ids(["a", None, "a", "call_1", None]) == ["a", "call_2", "call_3", "call_1", "call_4"]
+    assert repair_ids(["x"], used={"x"}) == ["call_1"]
+    assert repair_ids([None, None], used={"call_1"}) == ["call_2", "call_3"]
 
 
 def test_prepare_calls_errors_and_repairs() -> None:
@@ -79,7 +82,7 @@ def test_prepare_calls_errors_and_repairs() -> None:
         RawToolCall(id="c6", name="noargs", arguments=""),
     ]
     noargs = RUN_CODE.__class__(name="noargs", description="", input_schema={"type": "object"})
-    prepared = wire.prepare_calls(calls, {**TOOLS, "noargs": noargs})
+    prepared = prepare_calls(calls, {**TOOLS, "noargs": noargs})
     assert [p.id for p in prepared] == ["c1", "call_1", "call_2", "call_3", "c5", "c6"]
     assert prepared[0].error == (
         'error: the arguments for run_code were not a JSON object: not json. Send {"code": "..."} as JSON.'
@@ -98,11 +101,11 @@ def test_prepare_calls_errors_and_repairs() -> None:
 
 
 def test_assistant_message_omits_null_content_next_to_calls() -> None:
-    [call] = wire.prepare_calls([RawToolCall(id="a", name="run_code", arguments='{"code":"1"}')], TOOLS)
-    assert "content" not in wire.assistant_message(None, [call]).to_wire()
-    assert "content" not in wire.assistant_message("", [call]).to_wire()
-    assert wire.assistant_message("thinking", [call]).to_wire()["content"] == "thinking"
-    assert wire.assistant_message(None, []).to_wire() == {"role": "assistant", "content": ""}
+    [call] = prepare_calls([RawToolCall(id="a", name="run_code", arguments='{"code":"1"}')], TOOLS)
+    assert "content" not in assistant_message(None, [call]).to_wire()
+    assert "content" not in assistant_message("", [call]).to_wire()
+    assert assistant_message("thinking", [call]).to_wire()["content"] == "thinking"
+    assert assistant_message(None, []).to_wire() == {"role": "assistant", "content": ""}
 
 
 def test_tool_specs_are_sorted_and_stable() -> None:
@@ -253,7 +256,7 @@ _VALUES = st.sampled_from(["{'a': 1}", "[1, 2]", "a.txt\nb.txt", "42", "'text'"]
 def test_prose_is_an_answer_unless_empty_or_cut_at_a_colon(prose: str, code_is_no_answer: bool) -> None:
     reply = prose.strip()
     expected = "empty" if not reply else "cut_short" if reply.endswith(":") else None
-    assert wire.unfinished_reply(reply, code_is_no_answer=code_is_no_answer) == expected
+    assert unfinished_reply(reply, code_is_no_answer=code_is_no_answer) == expected
 
 
 @given(_PROSE, st.sampled_from(["python", "py", ""]), _PROGRAMS, _VALUES, st.booleans())
@@ -261,9 +264,9 @@ def test_a_fenced_program_is_no_answer_only_where_code_is_none(
     prose: str, lang: str, program: str, value: str, code_is_no_answer: bool
 ) -> None:
     shown_value = f"{prose}\n```{lang}\n{value}\n```\ndone."
-    assert wire.unfinished_reply(shown_value, code_is_no_answer=code_is_no_answer) is None
+    assert unfinished_reply(shown_value, code_is_no_answer=code_is_no_answer) is None
     shown_program = f"{prose}\n```{lang}\n{program}\n```\ndone."
     expected = "code" if code_is_no_answer else None
-    assert wire.unfinished_reply(shown_program, code_is_no_answer=code_is_no_answer) == expected
+    assert unfinished_reply(shown_program, code_is_no_answer=code_is_no_answer) == expected
     in_json = f"{prose}\n```json\n{program}\n```\ndone."
-    assert wire.unfinished_reply(in_json, code_is_no_answer=code_is_no_answer) is None
+    assert unfinished_reply(in_json, code_is_no_answer=code_is_no_answer) is None

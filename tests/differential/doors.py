@@ -294,10 +294,10 @@ class AgentDoor:
     def sent(self, code: str) -> str:
         """``code`` as the backend hands it to the engine: pasted catalog stubs and unused imports
         of missing modules dropped (model-output repairs, the backend's alone)."""
-        from asyncai.backend import wire
+        from asyncai.backend import calls, programs
 
-        functions = wire.code_functions({tool.name: tool for tool in self.code_mode.tools()})
-        return wire.repaired_snippet(code, functions)[0]
+        functions = calls.code_functions({tool.name: tool for tool in self.code_mode.tools()})
+        return programs.repaired_snippet(code, functions)[0]
 
 
 # -- serve-mcp ------------------------------------------------------------------------------------

@@ -21,10 +21,29 @@ import httpx2
 
 from asyncai.activity import QUIET, Activity
 from asyncai.backend import wire
+from asyncai.backend.calls import (
+    PreparedCall,
+    already_ran_text,
+    assistant_message,
+    call_notes,
+    code_functions,
+    code_tool_name,
+    prepare_calls,
+)
 from asyncai.backend.config import FINAL_ROUND_INSTRUCTION, BackendConfig, Message
 from asyncai.backend.eager import EagerCalls, EagerExecutor, EagerRun
 from asyncai.backend.harness import ModelTurn, SessionHarness
 from asyncai.backend.metrics import TurnSummary
+from asyncai.backend.overflow import context_overflow
+from asyncai.backend.programs import (
+    code_result_text,
+    program_in_text,
+    program_key,
+    python_code,
+    text_protocol_prompt,
+)
+from asyncai.backend.text_calls import TextCalls, calls_in_text
+from asyncai.backend.unfinished import no_answer_text, unfinished_reply, unfinished_reply_nudge
 from asyncai.humanize import one_line, seconds
 from asyncai.log import decoded_or_preview, dumps_compact, log_event
 from asyncai.telemetry.spans import DEFAULT_TRACING, Tracing, agent_run, end_chat, start_chat
@@ -102,7 +121,7 @@ def _retry_after(value: str | None) -> float | None:
 def _status_failure(url: str, status: int, body: bytes, retry_after: str | None) -> _HttpFailure:
     detail = _error_detail(body)
     detail = f": {detail}" if detail else ""
-    overflow = wire.context_overflow(status, body)
+    overflow = context_overflow(status, body)
     if overflow is not None:
         sizes = overflow.sizes()
         return _HttpFailure(
@@ -164,13 +183,13 @@ def _transport_failure(url: str, exc: httpx2.HTTPError, timeout: float) -> _Http
 
 
 def _remember_program(
-    already_ran: dict[str, str], call: wire.PreparedCall, output: ToolCallOutput, code_tool: str | None
+    already_ran: dict[str, str], call: PreparedCall, output: ToolCallOutput, code_tool: str | None
 ) -> None:
     """Keep the result of a snippet that ran without error: the same one again gets it back, unrun."""
     code = call.arguments.get("code") if call.arguments is not None else None
     if call.ok and call.name == code_tool and isinstance(code, str) and not output.is_error:
-        notes = len(wire.call_notes(call))  # the lines _call put before the result
-        already_ran[wire.program_key(code)] = output.content.split("\n", notes)[-1]
+        notes = len(call_notes(call))  # the lines _call put before the result
+        already_ran[program_key(code)] = output.content.split("\n", notes)[-1]
 
 
 class OpenAiCompatibleBackend:
@@ -257,14 +276,14 @@ class OpenAiCompatibleBackend:
         tool_json = wire.tool_specs(definitions)
         tool_names = [t["function"]["name"] for t in tool_json]
         # A call may name an offered tool or a function of run_code's catalog (run as a snippet).
-        functions = wire.code_functions(tools_by_name)
+        functions = code_functions(tools_by_name)
         call_names = {*tools_by_name, *functions}
-        code_tool = wire.code_tool_name(tools_by_name)
+        code_tool = code_tool_name(tools_by_name)
         config = self.config
         text_protocol = config.protocol == "text" and code_tool is not None
         if text_protocol:  # no tools offered: the code comes in the reply's text
             assert code_tool is not None
-            prompt = wire.text_protocol_prompt(config.system_prompt, tools_by_name[code_tool])
+            prompt = text_protocol_prompt(config.system_prompt, tools_by_name[code_tool])
             config = dataclasses.replace(config, system_prompt=prompt)
             tool_json, tool_names = [], []
         user_message = Message("user", wire.user_message_text(user_text, note))
@@ -314,7 +333,7 @@ class OpenAiCompatibleBackend:
                     if eager is not None:
                         await asyncio.shield(eager.abandon())
                     raise
-                code = wire.python_code(turn.content) if text_protocol and not final else None
+                code = python_code(turn.content) if text_protocol and not final else None
                 if code is not None:
                     assert code_tool is not None
                     output = await self._run_text_code(
@@ -322,11 +341,11 @@ class OpenAiCompatibleBackend:
                     )
                     last_result, last_failed = output.content, output.is_error
                     continue
-                text_calls: wire.TextCalls | None = None
+                text_calls: TextCalls | None = None
                 if not final and tool_json and not turn.tool_calls:
-                    text_calls = wire.calls_in_text(turn.content, call_names)
+                    text_calls = calls_in_text(turn.content, call_names)
                     if text_calls is None and code_tool is not None:
-                        text_calls = wire.program_in_text(turn.content, functions, code_tool)
+                        text_calls = program_in_text(turn.content, functions, code_tool)
                     if text_calls is not None:  # the server left the model's call in its text
                         turn = dataclasses.replace(
                             turn, content=text_calls.prose, tool_calls=text_calls.calls
@@ -344,12 +363,12 @@ class OpenAiCompatibleBackend:
                         await eager.abandon()  # calls that will not run (tools were withdrawn)
                     reply = turn.content.strip() if turn.content else ""
                     code_is_no_answer = summary.run_code_calls > 0 and not text_protocol
-                    unfinished = wire.unfinished_reply(reply, code_is_no_answer=code_is_no_answer)
+                    unfinished = unfinished_reply(reply, code_is_no_answer=code_is_no_answer)
                     if unfinished and not summary.nudged and round_number < self.config.max_rounds:
                         # Small models often end a turn with nothing (or code) after a tool result: ask again.
                         summary.nudged = True
                         log_event("model.unfinished_reply", round=round_number, kind=unfinished, nudged=True)
-                        text = wire.unfinished_reply_nudge(
+                        text = unfinished_reply_nudge(
                             unfinished,
                             code_tool,
                             user_text,
@@ -357,7 +376,7 @@ class OpenAiCompatibleBackend:
                             after_failure=last_failed,
                         )
                         if reply:  # the model reads what the nudge is about
-                            shown = wire.assistant_message(reply, [], turn.reasoning_content)
+                            shown = assistant_message(reply, [], turn.reasoning_content)
                             run_messages.append(shown)
                             if session is not None:
                                 session.assistant_turn(shown, self._model_turn(turn))
@@ -368,13 +387,13 @@ class OpenAiCompatibleBackend:
                         continue
                     if unfinished:
                         log_event("model.unfinished_reply", round=round_number, kind=unfinished, nudged=False)
-                    reply = reply or wire.no_answer_text(last_result)
-                    final_message = wire.assistant_message(reply, [], turn.reasoning_content)
+                    reply = reply or no_answer_text(last_result)
+                    final_message = assistant_message(reply, [], turn.reasoning_content)
                     run_messages.append(final_message)
                     if session is not None:
                         session.final_reply(final_message, self._model_turn(turn))
                     break
-                calls = wire.prepare_calls(
+                calls = prepare_calls(
                     turn.tool_calls,
                     tools_by_name,
                     used_ids,
@@ -395,7 +414,7 @@ class OpenAiCompatibleBackend:
                         cap=self.config.max_calls_per_reply,
                     )
                 used_ids.update(c.id for c in calls)
-                calls_message = wire.assistant_message(turn.content, calls, turn.reasoning_content)
+                calls_message = assistant_message(turn.content, calls, turn.reasoning_content)
                 run_messages.append(calls_message)
                 if session is not None:
                     session.assistant_turn(calls_message, self._model_turn(turn))
@@ -440,10 +459,10 @@ class OpenAiCompatibleBackend:
     ) -> ToolCallOutput:
         """Run a text-protocol reply's program as the code tool would be called (with the same
         repairs); its result goes back as the next user message, and is returned."""
-        code_tool = wire.code_tool_name(tools_by_name)
+        code_tool = code_tool_name(tools_by_name)
         raw = wire.RawToolCall(id=f"text_{summary.rounds}", name=code_tool, arguments={"code": code})
-        (call,) = wire.prepare_calls([raw], tools_by_name, already_ran=already_ran)
-        reply = wire.assistant_message(turn.content, [], turn.reasoning_content)
+        (call,) = prepare_calls([raw], tools_by_name, already_ran=already_ran)
+        reply = assistant_message(turn.content, [], turn.reasoning_content)
         run_messages.append(reply)
         if session is not None:
             session.assistant_turn(reply, self._model_turn(turn))
@@ -451,7 +470,7 @@ class OpenAiCompatibleBackend:
         summary.add_output(output, ran=call.ok)
         summary.add_repairs(call.repairs)
         _remember_program(already_ran, call, output, code_tool)
-        result = Message("user", wire.code_result_text(output.content, output.is_error))
+        result = Message("user", code_result_text(output.content, output.is_error))
         run_messages.append(result)
         if session is not None:
             session.user_turn(result)
@@ -485,7 +504,7 @@ class OpenAiCompatibleBackend:
         return EagerCalls(executor)
 
     async def _call(
-        self, executor: ToolSource, call: wire.PreparedCall, eager: EagerRun | None = None
+        self, executor: ToolSource, call: PreparedCall, eager: EagerRun | None = None
     ) -> ToolCallOutput:
         for kind in call.repairs:
             repaired: dict[str, Any] = {"ran_as": call.ran_as} if kind == "catalog_name" else {}
@@ -494,7 +513,7 @@ class OpenAiCompatibleBackend:
         log_event("model.tool_call", tool=call.name, id=call.id, arguments=call.arguments, **extra)
         if not call.ok or call.arguments is None:  # not run: a repeat, or a call that cannot run
             if call.earlier_result is not None:
-                output = ToolCallOutput(content=wire.already_ran_text(call.earlier_result))
+                output = ToolCallOutput(content=already_ran_text(call.earlier_result))
             else:
                 output = ToolCallOutput.error(call.error or f"error: unusable call to {call.name}")
             ran = await eager.abandon() if eager is not None else None
@@ -511,7 +530,7 @@ class OpenAiCompatibleBackend:
             except Exception as exc:  # a tool must never end the run
                 output = ToolCallOutput.error(f"error: tool {call.name} failed: {type(exc).__name__}: {exc}")
             self.activity.tool_finished(call.name, output, time.monotonic() - started)
-            notes = wire.call_notes(call)  # the model learns the form from what was run for it
+            notes = call_notes(call)  # the model learns the form from what was run for it
             if notes:
                 output = dataclasses.replace(output, content="\n".join([*notes, output.content]))
         log_event(

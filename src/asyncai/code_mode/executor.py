@@ -17,6 +17,7 @@ from asyncai.code_mode.catalog.entries import build_catalog
 from asyncai.code_mode.catalog.observed import ObservedShapes
 from asyncai.code_mode.catalog.search import ToolFinder
 from asyncai.code_mode.catalog.skills import offered
+from asyncai.code_mode.engine.contract import IMPORTABLE_MODULES
 from asyncai.code_mode.engine.scope import ReplScope
 from asyncai.code_mode.engine.setup import ScopeSetup
 from asyncai.code_mode.limits import CodeModeLimits
@@ -146,7 +147,9 @@ class CodeMode(ToolSource):
             skills,
         )
         # The backend runs a model's call to a catalog function by its own name as a snippet.
-        return dataclasses.replace(definition, callables=tuple(sorted(self.catalog)))
+        return dataclasses.replace(
+            definition, callables=tuple(sorted(self.catalog)), importable=tuple(sorted(IMPORTABLE_MODULES))
+        )
 
     def _with_observed_shapes(self, tools: list[ToolDefinition]) -> list[ToolDefinition]:
         """The tools, those without an output schema with the shape their results had so far."""

@@ -27,6 +27,9 @@ class ToolDefinition:
     callables: tuple[str, ...] = ()
     """For a tool that runs code (``run_code``): the functions that code can call, by their Python
     names, so a backend can run a model's call to one of them as a snippet."""
+    importable: tuple[str, ...] = ()
+    """For a tool that runs code: the modules that code can import, so a backend can drop a
+    snippet's unused import of any other."""
 
     @property
     def mutating(self) -> bool:

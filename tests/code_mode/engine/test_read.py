@@ -14,12 +14,12 @@ def test_parsing_a_models_odd_code_puts_no_warning_on_the_users_terminal() -> No
     # In a fresh interpreter, as the CLI runs: pytest's own warning filters do not apply there.
     program = f"""
 import ast
-from asyncai.backend import wire
+from asyncai.backend import programs
 from asyncai.code_mode.engine.read import parse_snippet, scan_snippet
 assert parse_snippet({ODD!r}) is not None
 scan_snippet({ODD!r}, [])
-wire.program_key({ODD!r})
-wire.python_code("```python\\n" + {ODD!r} + "\\n```")
+programs.program_key({ODD!r})
+programs.python_code("```python\\n" + {ODD!r} + "\\n```")
 print("parsed", flush=True)
 ast.parse({ODD!r})  # anyone else's parse still warns
 """
