@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from evals.world import ITEMS, World
+from tests.kcp.fixture_data import build_fixture_objects
+
+from evals.world import FILES, ITEMS, World
 
 Size = Literal["one", "few", "loop"]
 
@@ -64,6 +67,30 @@ def graph_has_alice_and_bob(reply: str, world: World) -> bool:
     )
 
 
+def file_says(path: str, needle: str) -> Callable[[str, World], bool]:
+    """The file at ``path`` (relative to the world's directory) was written and holds ``needle``."""
+
+    def check(reply: str, world: World) -> bool:
+        written = world.root / path
+        return written.is_file() and needle.lower() in written.read_text().lower()
+
+    return check
+
+
+def all_of(*checks: Callable[[str, World], bool]) -> Callable[[str, World], bool]:
+    return lambda reply, world: all(check(reply, world) for check in checks)
+
+
+ERRORS_LOGGED = sum(" ERROR " in line for line in FILES["big/events.log"].splitlines())
+REPORT_VALUES = [int(line.split(",")[1]) for line in FILES["big/report.csv"].splitlines()[1:]]
+WORDS_IN_DOCS = sum(len(FILES[f"docs/{name}"].split()) for name in ("alpha.txt", "beta.txt", "zeta.txt"))
+POD_PHASES = Counter(
+    pod["status"]["phase"]
+    for workspace, pod in build_fixture_objects().objects
+    if workspace == "root:app" and pod["kind"] == "Pod"
+)
+
+
 TASKS: tuple[Task, ...] = (
     # -- one call --------------------------------------------------------------------------------
     Task("read-a-file", "one", ("filesystem",), "What does the file {root}/docs/alpha.txt say?",
@@ -81,6 +108,10 @@ TASKS: tuple[Task, ...] = (
          says("agent", "channel")),
     Task("what-carol-likes", "one", ("memory",), "According to the knowledge graph, what does Carol like?",
          says("jasmine tea")),
+    Task("item-price", "one", ("web",), "What is the price of the item in the JSON at {site}/item/d9?",
+         number(ITEMS["d9"])),
+    Task("kcp-workspaces", "one", ("kcp",), "Which workspaces are there directly under root in kcp?",
+         says("app", "team")),
     # -- two or three dependent calls ------------------------------------------------------------
     Task("follow-a-pointer", "few", ("filesystem",),
          "The file {root}/pointer.txt holds the path (relative to {root}) of another file. What is the "
@@ -95,6 +126,21 @@ TASKS: tuple[Task, ...] = (
     Task("who-carol-knows", "few", ("memory",),
          "In the knowledge graph, whom does Carol know, and what does that person play?",
          says("dave", "cello")),
+    Task("sum-two-pages", "few", ("web",),
+         "Add the 'answer' field of the JSON at {site}/answer-7 to the price in the JSON at {site}/item/b7. "
+         "What is the total?", number(4217 + ITEMS["b7"])),
+    Task("web-then-file", "few", ("web", "filesystem"),
+         "The JSON at {site}/config names a file, relative to {root}, in its 'file' field. What does "
+         "that file say?", says("apples and oranges")),
+    Task("memory-to-file", "few", ("memory", "filesystem"),
+         "Look up in the knowledge graph what Carol likes, and write it into the file {root}/carol.txt. "
+         "Then tell me what you wrote.", file_says("carol.txt", "jasmine tea")),
+    Task("recover-from-a-missing-file", "few", ("filesystem",),
+         "Read the file {root}/docs/omega.txt; if it does not exist, read {root}/docs/alpha.txt instead. "
+         "What is the first line of the file you could read?", says("the quick brown fox")),
+    Task("recover-from-a-missing-page", "few", ("web",),
+         "Fetch the JSON at {site}/old-report; if that page is not found, fetch {site}/report instead. "
+         "What is the report's 'total' field?", number(977)),
     # -- a loop over many results ----------------------------------------------------------------
     Task("count-files-with-a-word", "loop", ("filesystem",),
          "How many .txt files anywhere under {root}/docs contain the word fox, in any letter case?",
@@ -112,6 +158,23 @@ TASKS: tuple[Task, ...] = (
     Task("count-configmaps", "loop", ("kcp",),
          "How many configmaps are there in each namespace of the kcp workspace root:app?",
          lambda reply, world: says("web")(reply, world) and all(number(n)(reply, world) for n in (3, 360))),
+    Task("largest-number", "loop", ("filesystem",),
+         "Each file in {root}/numbers holds one integer. Which file holds the largest one?", says("e.txt")),
+    Task("cheapest-item", "loop", ("web",),
+         "The JSON at {site}/items lists item ids; the item with id X is at {site}/item/X. Which item is "
+         "the cheapest? Give its id.", says(min(ITEMS, key=ITEMS.__getitem__))),
+    Task("words-in-docs", "loop", ("filesystem",),
+         "How many words are there in the .txt files directly in {root}/docs, all of them together?",
+         number(WORDS_IN_DOCS)),
+    Task("count-errors-in-a-big-log", "loop", ("filesystem",),
+         "How many lines of the log file {root}/big/events.log are at level ERROR?", number(ERRORS_LOGGED)),
+    Task("largest-csv-value", "loop", ("filesystem",),
+         "What is the largest number in the value column of the CSV file {root}/big/report.csv, and in "
+         "how many data rows does it appear?",
+         all_of(number(max(REPORT_VALUES)), number(REPORT_VALUES.count(max(REPORT_VALUES))))),
+    Task("count-pods-by-phase", "loop", ("kcp",),
+         "How many pods are there in each phase in the kcp workspace root:app?",
+         all_of(*(says(phase) for phase in POD_PHASES), *(number(n) for n in POD_PHASES.values()))),
 )  # fmt: skip
 
 BY_NAME = {task.name: task for task in TASKS}

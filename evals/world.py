@@ -40,6 +40,11 @@ FILES = {
     "numbers/d.txt": "-4\n",
     "numbers/e.txt": "100\n",
     "big/report.csv": "id,value\n" + "".join(f"{i},{i * 7 % 13}\n" for i in range(400)),
+    "big/events.log": "".join(
+        f"2026-12-01T{i // 3600 % 24:02}:{i // 60 % 60:02}:{i % 60:02}Z "
+        f"{'ERROR' if i % 37 == 5 else 'INFO'} worker-{i % 9} handled request {i:05} in {i * 13 % 997} ms\n"
+        for i in range(6000)
+    ),
 }
 """The files of the world's directory (paths relative to it)."""
 
@@ -58,6 +63,8 @@ PAGES: dict[str, object] = {
     "/start": {"next": "/answer-7"},
     "/answer-7": {"answer": 4217},
     "/items": {"ids": list(ITEMS)},
+    "/config": {"file": "docs/beta.txt", "owner": "ops"},
+    "/report": {"total": 977, "currency": "EUR"},
     **{f"/item/{key}": {"id": key, "price": price} for key, price in ITEMS.items()},
 }
 

@@ -1,6 +1,8 @@
 """How ``make eval`` tells the harness's failures from the model's (``evals.run.classify``): by
-the run's own facts (its error, the last reply's ``finish_reason``, the forced last round) and by
-the harness's own recogniser of calls in text, never by words inside code the model pasted."""
+the run's own facts (its error, the last reply's ``finish_reason``, the forced last round) and by a
+rule of its own for calls in the reply, broader than the harness's recogniser (a tool or catalog
+function named as a call, as a JSON ``"name"`` or as ``name(``, in or out of fences): a failed
+attempt whose reply holds a call the harness did not run is the harness's."""
 
 from __future__ import annotations
 
@@ -16,18 +18,25 @@ from evals.run import (
     in_suite_order,
     kept_attempts,
     markdown,
+    named_calls,
 )
 
-from asyncai.backend.config import NO_ANSWER_TEXT, Message
+from asyncai.backend.config import NO_ANSWER_TEXT, Message, ToolCall
 from asyncai.backend.metrics import TurnSummary
 from asyncai.backend.openai import RunResult
 
 NAMES = {"run_code", "read_text_file"}
 
 
-def result(reply: str, *results: str, forced: bool = False) -> RunResult:
-    """A run whose tool calls gave ``results`` and whose last reply is ``reply``."""
-    messages = (Message("user", "question"), *(Message("tool", text, tool_call_id="c") for text in results))
+def result(reply: str, *results: str, forced: bool = False, ran: str | None = None) -> RunResult:
+    """A run whose tool calls gave ``results`` and whose last reply is ``reply``; ``ran``: the code
+    of a ``run_code`` call that ran before it."""
+    calls = (ToolCall("c", "run_code", json.dumps({"code": ran})),) if ran is not None else ()
+    messages = (
+        Message("user", "question"),
+        *((Message("assistant", None, tool_calls=calls),) if calls else ()),
+        *(Message("tool", text, tool_call_id="c") for text in results),
+    )
     summary = TurnSummary(run_code_calls=len(results))
     return RunResult(
         reply=reply,
@@ -57,7 +66,15 @@ def test_only_a_finished_reply_after_a_tool_call_can_count() -> None:
         (result('{"name": "read_text_file", "arguments": {"path": "/a"}}', forced=True), None, "stop",
          "model: ran out of rounds"),
         (result('<tool_call>{"name": "read_text_file", "arguments": {"path": "/a"}}</tool_call>'), None, "stop",
-         "harness: a call it did not recognise"),
+         "harness: a call it did not run (read_text_file)"),
+        (result('{"name": "run_code", "arguments": {"code": "await list_objects(...)"}}\n```', "41"), None,
+         "stop", "harness: a call it did not run (run_code)"),
+        (result("Here is the fix:\n```\nawait read_text_file(path='/b')\n```", "Traceback"), None, "stop",
+         "harness: a call it did not run (read_text_file)"),
+        (result("Run this again:\n```\nawait read_text_file(path='/a')\n```", "Traceback (most recent call",
+                ran="await read_text_file(path='/a')"), None, "stop", "model: wrong code"),
+        (result("I read it with the `read_text_file` function: it says 41.", "41"), None, "stop",
+         "model: wrong answer"),
         (result("```python\nasync def f():\n    '''The file cannot be read.'''\n```\nIt is 42.", "41"), None,
          "stop", "model: wrong answer"),
         (result("There are 3 files."), None, "stop", "model: answered without calling a tool"),
@@ -67,12 +84,21 @@ def test_only_a_finished_reply_after_a_tool_call_can_count() -> None:
         (result("It is 7.", "42"), None, "stop", "model: wrong answer"),
     ],
     ids=["timeout", "overflow", "run-failed", "cut", "no-answer", "rounds", "unrecognised-call",
+         "call-then-a-fence", "a-fix-not-run", "a-call-that-ran", "a-name-in-prose",
          "cannot-inside-code", "guessed", "gave-up", "wrong-code", "wrong-answer"],
 )  # fmt: skip
 def test_each_failure_is_classified_by_rule(
     attempt: RunResult | None, error: str | None, finish: str | None, verdict: str
 ) -> None:
     assert classify(attempt, error, finish, NAMES) == verdict
+
+
+def test_a_call_is_named_as_json_or_with_its_parenthesis() -> None:
+    names = {"read_text_file", "run_code", "echo"}
+    assert named_calls('{"name": "echo", "arguments": {}}', names) == ["echo"]
+    assert named_calls('{"function": "echo"}', names) == ["echo"]
+    assert named_calls("x = await read_text_file (path='/a')", names) == ["read_text_file"]
+    assert named_calls("The `echo` tool echoes; helpers.echo(1) and my_echo() are not it.", names) == []
 
 
 def test_a_number_in_the_worlds_own_path_is_not_read_as_the_answer(tmp_path: Path) -> None:
@@ -90,15 +116,16 @@ def test_the_table_sums_the_tasks_that_need_several_calls() -> None:
     def attempt(size: str, mode: str, success: bool, prompt_tokens: int, named: int = 0) -> Attempt:
         task = {"one": "read-a-file", "few": "follow-a-link", "loop": "most-lines"}[size]
         return Attempt(task, size, mode, 0, success, None if success else "model: wrong answer",
-                       2, prompt_tokens, 10, 100, named, 1.0, "reply", tool_calls=2, named_calls=named)  # fmt: skip
+                       2, prompt_tokens, 10, 100, named, 1.0, "reply", tool_calls=2, named_calls=named,
+                       nested_calls=0 if mode == "direct" else 5)  # fmt: skip
 
     attempts = [attempt("one", "code", True, 1000), attempt("few", "code", True, 2000, named=1),
                 attempt("loop", "code", False, 4000, named=2), attempt("few", "direct", False, 5000)]  # fmt: skip
     args = argparse.Namespace(repeat=1, seed=1, temperature=0.2, max_rounds=6, modes=["code", "direct"])
     table = markdown(attempts, "m", args)
-    assert "| code | several | 50% (1/2) | 3,000 | 3 of 4 |" in table
-    assert "| code | all | 67% (2/3) | 2,333 | 3 of 6 |" in table
-    assert "| direct | several | 0% (0/1) | 5,000 | – |" in table
+    assert "| code | several | 50% (1/2) | 3,000 | 6,000 | 2.50 | 3 of 4 |" in table
+    assert "| code | all | 67% (2/3) | 2,333 | 3,500 | 2.50 | 3 of 6 |" in table
+    assert "| direct | several | 0% (0/1) | 5,000 | – | – | – |" in table
     assert "| direct | one |" not in table, "a group without attempts has no row"
 
 

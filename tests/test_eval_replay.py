@@ -71,10 +71,11 @@ async def test_a_recorded_attempt_replays_through_the_harness(path: Path) -> Non
         stable(record["reply"]),
         record["success"],
     )
-    assert (replayed.attempt.tool_calls, replayed.attempt.named_calls) == (
+    assert (replayed.attempt.tool_calls, replayed.attempt.named_calls, replayed.attempt.nested_calls) == (
         record["tool_calls"],
         record["named_calls"],
-    ), "the calls, and those that named a catalog function, counted as when recorded"
+        record["nested_calls"],
+    ), "the calls, those that named a catalog function, and the MCP calls made, counted as when recorded"
     assert replayed.matches(record)
 
 

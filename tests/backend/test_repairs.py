@@ -588,14 +588,21 @@ async def test_a_nudge_after_a_failure_in_each_mode_and_after_a_success(scope: R
 
 
 async def test_temperature_and_max_tokens_reach_every_request() -> None:
-    script = [tool_reply(call("run_code", {"code": "1"})), text_reply("ok"), text_reply("ok")]
+    script = [
+        tool_reply(call("run_code", {"code": "1"})),
+        text_reply("ok"),
+        text_reply("ok"),
+        text_reply("ok"),
+    ]
     with ScriptedOpenAI(script) as server:
-        await run(server, FakeToolSource(), temperature=0.0, max_tokens=512)
+        await run(server, FakeToolSource(), temperature=0.0, max_tokens=100)
         await run(server, FakeToolSource())
+        await run(server, FakeToolSource(), temperature=None, max_tokens=None)
     assert [(b.get("temperature"), b.get("max_tokens")) for b in server.requests] == [
-        (0.0, 512),
-        (0.0, 512),
-        (None, None),
+        (0.0, 100),
+        (0.0, 100),
+        (0.2, 512),  # the defaults: the eval's
+        (None, None),  # None: the server's own
     ]
 
 

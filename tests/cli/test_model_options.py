@@ -56,7 +56,7 @@ def test_temperature_and_max_tokens_from_flags_and_from_the_config_file(tmp_path
     assert [(body.get("temperature"), body.get("max_tokens")) for body in requests] == [
         (0.0, 256),
         (0.7, 100),
-        (None, None),
+        (0.2, 512),  # neither set: the eval's settings, as --help says
     ]
 
 

@@ -6,6 +6,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+DEFAULT_TEMPERATURE = 0.2
+"""Sampling temperature when none is set: the eval's (``make eval``), low enough that a small model
+writes the same program for the same question."""
+DEFAULT_MAX_TOKENS = 512
+"""Tokens per model reply when no cap is set: the eval's, twice the longest program its tasks took,
+and about 20 s of a 1.5B model on two cores rather than a reply that rambles past the request
+timeout (a server's own default is often no cap at all)."""
+
 DEFAULT_SYSTEM_PROMPT = (
     "You are asyncai, an assistant that answers the user's questions with the tools you are given.\n"
     "When a tool can answer, plan first, then make one complete call that fetches, filters and returns "
@@ -50,9 +58,9 @@ class BackendConfig:
     ``backoff_base * 2**n`` seconds, or after the server's ``Retry-After`` when that is at most
     ``max_retry_after`` seconds. Read timeouts (``request_timeout``) are not retried.
 
-    ``temperature`` and ``max_tokens`` go into every request when set (the server's defaults
-    otherwise). ``max_calls_per_reply`` bounds the tool calls of one model reply that run; the
-    rest get an error result.
+    ``temperature`` and ``max_tokens`` go into every request (``None``: the server's defaults).
+    ``max_calls_per_reply`` bounds the tool calls of one model reply that run; the rest get an
+    error result.
     """
 
     base_url: str
@@ -69,8 +77,8 @@ class BackendConfig:
     backoff_base: float = 0.5
     max_retry_after: float = 10.0
     extra_body: dict[str, Any] = field(default_factory=dict)
-    temperature: float | None = None
-    max_tokens: int | None = None
+    temperature: float | None = DEFAULT_TEMPERATURE
+    max_tokens: int | None = DEFAULT_MAX_TOKENS
     protocol: CodeProtocol = "tools"
     """How the model sends code: as ``run_code`` tool calls, or (``text``) as a ```python block in
     a plain reply, which suits models that tool calling serves badly; a reply without one is the

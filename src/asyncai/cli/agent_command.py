@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def backend_config(settings: Settings, *, stream_by_default: bool = False) -> BackendConfig:
     from asyncai.backend import DEFAULT_SYSTEM_PROMPT, BackendConfig
-    from asyncai.backend.config import protocol_named
+    from asyncai.backend.config import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, protocol_named
 
     model = settings.text("model")
     if not model:
@@ -64,6 +64,7 @@ def backend_config(settings: Settings, *, stream_by_default: bool = False) -> Ba
         system = read_text_file(system_file, "--system-file")
     base_url = settings.text("base_url", DEFAULT_BASE_URL)
     assert base_url is not None
+    temperature = settings.optional_number("temperature", allow_zero=True)
     try:
         return BackendConfig(
             base_url=checked_base_url(base_url),
@@ -73,8 +74,8 @@ def backend_config(settings: Settings, *, stream_by_default: bool = False) -> Ba
             system_prompt=system or DEFAULT_SYSTEM_PROMPT,
             stream=settings.switch("stream", stream_by_default),
             eager=settings.switch("eager", True),
-            temperature=settings.optional_number("temperature", allow_zero=True),
-            max_tokens=settings.count("max_tokens", 1) if settings.get("max_tokens") is not None else None,
+            temperature=temperature if temperature is not None else DEFAULT_TEMPERATURE,
+            max_tokens=settings.count("max_tokens", DEFAULT_MAX_TOKENS),
             request_timeout=settings.number("request_timeout", 300.0),
             protocol=protocol_named(settings.text("protocol", "tools") or "tools"),
         )

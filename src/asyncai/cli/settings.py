@@ -187,10 +187,10 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--model", help="model name (env ASYNCAI_MODEL)")
     group.add_argument("--max-rounds", type=int, metavar="N", help="model rounds per run (8)")
     group.add_argument(
-        "--temperature", type=float, metavar="T", help="sampling temperature (default: the server's)"
+        "--temperature", type=float, metavar="T", help="sampling temperature (0.2, as make eval runs)"
     )
     group.add_argument(
-        "--max-tokens", type=int, metavar="N", help="tokens per model reply (default: the server's)"
+        "--max-tokens", type=int, metavar="N", help="tokens per model reply (512, as make eval runs)"
     )
     group.add_argument(
         "--request-timeout",
