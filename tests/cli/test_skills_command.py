@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 from tests.cli.conftest import asyncai
@@ -50,3 +52,29 @@ def test_bad_input_is_one_line_and_status_2(tmp_path: Path) -> None:
         assert result.status == 2 and message in result.stderr and len(result.stderr.splitlines()) == 1, (
             result.stderr
         )
+
+
+def test_the_skills_of_the_mcp_servers_given_are_listed_and_shown_with_their_origin(tmp_path: Path) -> None:
+    """Beside the local ones, a server's skills (SEP-2640) with the server as origin; showing one
+    reads and verifies its SKILL.md, and a tampered one is refused in one line."""
+    server = (
+        f"skills={sys.executable} {Path(__file__).resolve().parent.parent / 'fakes' / 'skills_server.py'}"
+    )
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    write_skill(tmp_path / ".claude" / "skills", "here", "A project's skill.")
+    listed = asyncai("skills", "--mcp-stdio", server, env=env, cwd=tmp_path)
+    assert listed.status == 0, listed.stderr
+    assert listed.stdout.splitlines() == [
+        "NAME      ORIGIN  DESCRIPTION",
+        "clock     skills  The hour in UTC, from the server.",
+        "here      local   A project's skill.",
+        "inner     skills  The nested one.",
+        "outer     skills  Holds a nested skill.",
+        "tampered  skills  Its digest lies.",
+    ]
+    shown = asyncai("skills", "show", "clock", "--mcp-stdio", server, env=env, cwd=tmp_path)
+    assert shown.status == 0 and shown.stdout.rstrip().endswith("[skills: SKILL.md, scripts/clock.py]")
+    refused = asyncai("skills", "show", "tampered", "--mcp-stdio", server, env=env, cwd=tmp_path)
+    *logged, error = refused.stderr.splitlines()  # the log's warning event, then the error
+    assert refused.status == 2 and error.startswith("asyncai: skill 'tampered' (skills): SKILL.md does not")
+    assert [json.loads(line)["event"] for line in logged] == ["skills.refused"]

@@ -300,6 +300,29 @@ class McpOverStdio:
                 return result
 
 
+# -- Skills (SEP-2640) ----------------------------------------------------------------------------
+
+SKILL_NAME = "pdf-processing"
+"""The one skill every skills scenario's server lists."""
+
+
+def list_skills(run: Run) -> None:
+    """The user lists the server's skills; no skill is loaded, so none of its files may be read."""
+    run.asyncai("skills", *run.settings(), "--mcp-http", run.url)
+
+
+def load_a_tampered_skill(run: Run) -> None:
+    """The server's SKILL.md fails verification (its digest, its size, or its frontmatter against
+    the listed one). The user shows the skill, which asyncai refuses; then a snippet reads its
+    instructions and, as a model goes on after an error, its reference file: refused as well, since
+    a skill whose SKILL.md failed is never loaded (the scenario fails a client that reads it)."""
+    run.asyncai("skills", *run.settings(), "show", SKILL_NAME, "--mcp-http", run.url)
+    run.run_code(
+        f"await skill(name={SKILL_NAME!r})",
+        f"await skill_file(name={SKILL_NAME!r}, path='references/FORMS.md')",
+    )
+
+
 # -- OAuth ----------------------------------------------------------------------------------------
 
 
@@ -338,6 +361,10 @@ HANDLERS: dict[str, Callable[[Run], None]] = {
     "json-schema-ref-no-deref": json_schema_ref,
     "json-schema-2020-12-preservation": schema_preservation,
     "auth/client-credentials-basic": client_credentials,
+    "sep-2640-client-no-prefetch": list_skills,
+    "sep-2640-client-verify-digest": load_a_tampered_skill,
+    "sep-2640-client-verify-size": load_a_tampered_skill,
+    "sep-2640-client-verify-frontmatter": load_a_tampered_skill,
 }
 """Scenario -> what the user does. Every other ``auth/`` scenario signs in with a browser."""
 
@@ -363,7 +390,10 @@ def main(argv: list[str]) -> int:
         run = Run(url=argv[0], scenario=scenario, context=context, home=Path(home))
         (run.home / "state").mkdir()
         env = {key: value for key, value in os.environ.items() if not key.startswith("MCP_CONFORMANCE_")}
-        env.update(XDG_STATE_HOME=str(run.home / "state"), BROWSER=str(BROWSER))
+        # Its own state (tokens) and data (saved skills) directories: nothing of the person's is used.
+        env.update(
+            XDG_STATE_HOME=str(run.home / "state"), XDG_DATA_HOME=str(run.home / "data"), BROWSER=str(BROWSER)
+        )
         run.env = env
         handler(run)
         return run.status

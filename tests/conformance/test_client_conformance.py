@@ -119,7 +119,6 @@ SCENARIOS: dict[str, tuple[str, ...]] = {
 """Every client scenario of the pinned suite with the versions it applies to, as ``conformance list``
 prints them (``test_the_scenario_table_is_the_suites`` keeps the two equal)."""
 
-_SKILLS = "the skills extension (SEP-2640) is for hosts that load skills; asyncai loads none"
 NOT_OFFERED: dict[str, str] = {
     "auth/client-credentials-jwt": (
         "private_key_jwt client authentication (extension): an oauth entry holds a client secret, not a signing key"
@@ -130,10 +129,6 @@ NOT_OFFERED: dict[str, str] = {
     "auth/dpop": "DPoP sender-constrained tokens (SEP-1932 extension): asyncai sends bearer tokens",
     "auth/dpop-nonce": "DPoP sender-constrained tokens (SEP-1932 extension): asyncai sends bearer tokens",
     "auth/wif-jwt-bearer": "workload identity federation (JWT bearer grant extension)",
-    "sep-2640-client-no-prefetch": _SKILLS,
-    "sep-2640-client-verify-digest": _SKILLS,
-    "sep-2640-client-verify-size": _SKILLS,
-    "sep-2640-client-verify-frontmatter": _SKILLS,
 }
 """Scenario -> why asyncai does not offer what it tests (skipped)."""
 

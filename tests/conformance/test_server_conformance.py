@@ -3,7 +3,9 @@
 spec revision.
 
 One ``asyncai serve-mcp --http 127.0.0.1:0 --no-auth --mcp-stdio asyncai-mcp-simple`` serves the whole
-module (the suite sends no token, hence ``--no-auth`` on loopback); for each scenario the suite's
+module (the suite sends no token, hence ``--no-auth`` on loopback), and a second one with a skill
+(``--skills``) serves the skills scenarios (SEP-2640): skills bring the resources capability, which
+the other scenarios judge the first one without; for each scenario the suite's
 ``conformance server --url URL --scenario NAME`` talks to it and judges what it saw on the wire. A test
 passes when the suite finished, no check failed or warned (but for the ``EXCUSED_CHECKS``), and at
 least one check other than the generic ``wire-schema-valid`` succeeded.
@@ -131,7 +133,6 @@ def _tool(name: str) -> str:
 
 _NO_PROMPTS = "serve-mcp offers no prompts (no prompts capability; prompts/* are Method not found)"
 _NO_RESOURCES = "serve-mcp offers no resources (no resources capability; resources/* are Method not found)"
-_SKILLS = "the skills extension (SEP-2640) is for servers that publish skills; serve-mcp publishes none"
 _TASK_FIXTURES = "every check drives the suite's task fixture tools ({}); serve-mcp offers run_code only"
 NOT_APPLICABLE: dict[str, str] = {
     "logging-set-level": "serve-mcp declares no logging capability (logging/setLevel is Method not found)",
@@ -158,9 +159,6 @@ NOT_APPLICABLE: dict[str, str] = {
     "sep-2164-resource-not-found": (
         _NO_RESOURCES + ", so resources/read of an unknown URI is rightly -32601, not SEP-2164's -32602"
     ),
-    "sep-2640-skills-directory": _SKILLS,
-    "sep-2640-skills-enumeration": _SKILLS,
-    "sep-2640-skills-manifest": _SKILLS,
     "prompts-list": _NO_PROMPTS,
     "prompts-get-simple": _NO_PROMPTS,
     "prompts-get-with-args": _NO_PROMPTS,
@@ -292,13 +290,30 @@ def run_case(case: Case, url: str, out: Path) -> Outcome:
     )
 
 
+SKILLS_SCENARIO = "sep-2640-"
+"""The scenarios the serve-mcp with a skill answers."""
+
+
+def write_skill(root: Path) -> Path:
+    """A skills directory holding one skill with a file in a subdirectory (the directory scenario
+    needs a child directory to descend into)."""
+    skill = root / "pdf-tools"
+    (skill / "references").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: pdf-tools\ndescription: Extract the text of PDF documents\n---\nCall extract() on a PDF's bytes.\n"
+    )
+    (skill / "references" / "FORMS.md").write_text("# Forms\n\nFill a form with fill().\n")
+    return root
+
+
 class Runner:
     """Runs the scenarios of the selected tests in the background, in test order, ``WORKERS`` at a
-    time, against one serve-mcp, and hands each test its outcome."""
+    time, against the serve-mcp each is for, and hands each test its outcome."""
 
-    def __init__(self, base: Path, url: str, selected: list[Case]) -> None:
+    def __init__(self, base: Path, url: str, skills_url: str, selected: list[Case]) -> None:
         self.base = base
         self.url = url
+        self.skills_url = skills_url
         self.pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="conformance")
         self.futures: dict[Case, Future[Outcome]] = {
             case: self.pool.submit(self._run, case) for case in selected
@@ -307,7 +322,8 @@ class Runner:
     def _run(self, case: Case) -> Outcome:
         out = self.base / re.sub(r"[^A-Za-z0-9_.@-]", "_", case.id)
         out.mkdir(parents=True, exist_ok=True)
-        return run_case(case, self.url, out)
+        url = self.skills_url if case.scenario.startswith(SKILLS_SCENARIO) else self.url
+        return run_case(case, url, out)
 
     def outcome(self, case: Case) -> Outcome:
         if case not in self.futures:
@@ -327,7 +343,11 @@ def runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         served = stack.enter_context(
             serve_http("--no-auth", "--mcp-stdio", SIMPLE, env={"HOME": ENV["HOME"]})
         )
-        running = Runner(tmp_path_factory.mktemp("server-conformance"), served.url, selected)
+        skills = write_skill(tmp_path_factory.mktemp("skills"))
+        with_skills = stack.enter_context(
+            serve_http("--no-auth", "--mcp-stdio", SIMPLE, "--skills", str(skills), env={"HOME": ENV["HOME"]})
+        )
+        running = Runner(tmp_path_factory.mktemp("server-conformance"), served.url, with_skills.url, selected)
         stack.callback(running.close)
         yield running
 

@@ -2,8 +2,8 @@
 
 It declares ``io.modelcontextprotocol/skills`` and answers ``skills/list`` (two pages) and
 ``skills/get``; each file is a ``skill://`` resource. Skills: ``clock`` (instructions and a Python
-file whose function calls the server's ``utc_hour`` tool), ``tampered`` (its listed digest is not
-its content's) and ``outer`` (a nested skill ``outer/inner`` inside it, listed on its own).
+file whose function calls the server's ``utc_hour`` tool), ``tampered`` (its SKILL.md's listed digest is not
+its content's; its reference file's is) and ``outer`` (a nested skill ``outer/inner`` inside it, listed on its own).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ FILES: dict[str, str] = {
     "skill://clock/SKILL.md": CLOCK_MD,
     "skill://clock/scripts/clock.py": CLOCK_PY,
     "skill://tampered/SKILL.md": TAMPERED_MD,
+    "skill://tampered/references/notes.md": "Notes that match their digest.\n",
     "skill://outer/SKILL.md": OUTER_MD,
     "skill://outer/inner/SKILL.md": INNER_MD,
     "skill://outer/inner/scripts/inner.py": INNER_PY,
@@ -38,7 +39,7 @@ SKILLS = {  # SKILL.md uri -> (frontmatter, file uris)
     ),
     "skill://tampered/SKILL.md": (
         {"name": "tampered", "description": "Its digest lies."},
-        ["skill://tampered/SKILL.md"],
+        ["skill://tampered/SKILL.md", "skill://tampered/references/notes.md"],
     ),
     "skill://outer/SKILL.md": (
         {"name": "outer", "description": "Holds a nested skill."},
@@ -56,7 +57,8 @@ def entry(uri: str) -> dict[str, Any]:
     resources = []
     for file in files:
         data = FILES[file].encode()
-        digest = hashlib.sha256(b"not what is served" if "tampered" in file else data).hexdigest()
+        lies = file == "skill://tampered/SKILL.md"
+        digest = hashlib.sha256(b"not what is served" if lies else data).hexdigest()
         resources.append({"uri": file, "digest": f"sha256:{digest}", "size": len(data)})
     return {"uri": uri, "frontmatter": frontmatter, "resources": resources}
 

@@ -12,9 +12,12 @@ from typing import Any
 
 import anyio
 import mcp.types as mt
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp import Client, MCPError
 from mcp.client.stdio import stdio_client
 
+from asyncai.serve.skills import directory_children
 from asyncai.tools.mcp.client import _AnyResult
 from tests.fakes.redis import redis_server
 from tests.serve.helpers import ENV, SIMPLE, Ran, client, run_code, serve_http, stdio_params
@@ -75,7 +78,7 @@ def test_skills_list_and_get_have_the_seps_shapes_and_resources_read_matches(tmp
     async def work(client: Client) -> Any:
         capabilities = client.server_capabilities
         assert capabilities is not None and capabilities.extensions is not None
-        assert "io.modelcontextprotocol/skills" in capabilities.extensions
+        assert capabilities.extensions["io.modelcontextprotocol/skills"] == {"directoryRead": True}
         assert capabilities.resources is not None, "the extension needs the resources capability"
         listed = await request(client, "skills/list", {})
         got = await request(client, "skills/get", {"uri": "skill://report/SKILL.md"})
@@ -86,9 +89,26 @@ def test_skills_list_and_get_have_the_seps_shapes_and_resources_read_matches(tmp
             await request(client, "skills/get", {"uri": "skill://nope/SKILL.md"})
         except MCPError as exc:
             missing = exc.code
-        return listed, got, reads, missing
+        directories = {
+            uri: (await request(client, "resources/directory/read", {"uri": uri}))["resources"]
+            for uri in ("skill://report", "skill://report/scripts")
+        }
+        try:
+            await request(client, "resources/directory/read", {"uri": "skill://report/SKILL.md"})
+        except MCPError as exc:
+            not_a_directory = exc.code
+        return listed, got, reads, missing, directories, not_a_directory
 
-    listed, got, reads, missing = served(tmp_path, work)
+    listed, got, reads, missing, directories, not_a_directory = served(tmp_path, work)
+    assert directories == {
+        "skill://report": [
+            {"uri": "skill://report/SKILL.md", "name": "SKILL.md"},
+            {"uri": "skill://report/references", "name": "references", "mimeType": "inode/directory"},
+            {"uri": "skill://report/scripts", "name": "scripts", "mimeType": "inode/directory"},
+        ],
+        "skill://report/scripts": [{"uri": "skill://report/scripts/report.py", "name": "report.py"}],
+    }  # fmt: skip
+    assert not_a_directory == mt.INVALID_PARAMS
     assert isinstance(listed["ttlMs"], int) and listed["cacheScope"] in ("public", "private")
     [skill] = listed["skills"]
     check_skill_entry(skill)
@@ -155,3 +175,27 @@ def test_a_skill_saved_through_one_instance_loads_on_another(tmp_path: Path) -> 
     assert used.content["value"] == 42
     assert uris == ["skill://doubler/SKILL.md"]
     assert not (tmp_path / "data" / "asyncai" / "skills").exists(), "saved in Redis, not in a directory"
+
+
+@given(st.lists(st.from_regex(r"[a-c]{1,2}(/[a-c]{1,2}){0,3}", fullmatch=True), min_size=1, max_size=12))
+def test_a_directorys_children_are_the_next_segment_of_the_paths_under_it(paths: list[str]) -> None:
+    """Each child is a directory exactly when some path continues below it, and walking the children
+    from the root reaches every path once."""
+    paths = sorted(set(paths))
+    paths = [p for p in paths if not any(q.startswith(f"{p}/") for q in paths)]  # a file is no directory
+    reached: list[str] = []
+
+    def walk(directory: str) -> None:
+        children = directory_children(paths, directory)
+        assert children is not None and children == sorted(children)
+        for name, is_directory in children:
+            path = f"{directory}/{name}" if directory else name
+            assert is_directory == any(p.startswith(f"{path}/") for p in paths)
+            if is_directory:
+                walk(path)
+            else:
+                reached.append(path)
+
+    walk("")
+    assert sorted(reached) == paths
+    assert all(directory_children(paths, p) is None for p in paths)

@@ -60,6 +60,15 @@ async def test_a_skill_whose_digest_lies_is_refused_with_a_warning(
     assert any("skills.refused" in record.getMessage() for record in caplog.records)
 
 
+async def test_no_file_of_a_skill_whose_skill_md_failed_is_read(code_mode: asyncai.CodeMode) -> None:
+    """SEP-2640: a skill whose SKILL.md fails verification is not loaded, so its other files, though
+    they match their own digests, are not used either (nor read from the server)."""
+    text, is_error = await run(code_mode, 'await skill_file(name="tampered", path="references/notes.md")')
+    assert is_error and "SKILL.md does not match its digest" in text and "Notes" not in text
+    text, is_error = await run(code_mode, 'await skill_file(name="clock", path="scripts/clock.py")')
+    assert not is_error and "def hour" in text
+
+
 async def test_loading_a_parent_does_not_activate_its_nested_skill(code_mode: asyncai.CodeMode) -> None:
     assert await run(code_mode, 'await load_skill(name="outer")') == ("[]", False)
     text, is_error = await run(code_mode, "inner_fn()")

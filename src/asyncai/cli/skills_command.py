@@ -1,16 +1,20 @@
-"""``asyncai skills``: the skills snippets can load, where each comes from; ``show NAME`` prints one,
-``rm NAME`` removes one the agent saved."""
+"""``asyncai skills``: the skills snippets can load, where each comes from (a directory, the saved
+ones, or an MCP server given with ``--mcp-*``); ``show NAME`` prints one, ``rm NAME`` removes one the
+agent saved."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, TextIO
 
-from asyncai.cli.settings import Settings, UsageError, skill_set
+from asyncai.cli.settings import Settings, UsageError, add_mcp_options, server_specs, skill_set
 
 if TYPE_CHECKING:
     from asyncai.skills.skillset import SkillSet
+    from asyncai.tools.mcp.client import McpConnection
 
 HEADER = ("NAME", "ORIGIN", "DESCRIPTION")
 
@@ -20,11 +24,25 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "skills",
         help="list the skills, show one, or remove one the agent saved",
         description="Lists the skills snippets can load (.claude/skills here and in ~/.claude, each "
-        "--skills DIR, and those the agent saved); `show NAME` prints one, `rm NAME` removes a saved one.",
+        "--skills DIR, those the agent saved, and those the MCP servers given serve); `show NAME` prints "
+        "one, `rm NAME` removes a saved one.",
     )
     parser.add_argument("skills_action", metavar="list|show|rm", nargs="?", help="what to do (list)")
     parser.add_argument("skills_name", metavar="NAME", nargs="?", help="the skill (show, rm)")
     parser.add_argument("--skills", action="append", metavar="DIR", help="a directory of skills (repeatable)")
+    add_mcp_options(parser)
+
+
+@contextlib.asynccontextmanager
+async def connected(settings: Settings) -> AsyncIterator[list[McpConnection]]:
+    """The configured MCP servers' connections, started; none (and nothing started) without any."""
+    if not server_specs(settings):
+        yield []
+        return
+    from asyncai.cli.wiring import mcp_executor  # the event loop's world: only to run
+
+    async with mcp_executor(settings, sign_in="never", list_sign_in=True) as executor:
+        yield list(executor.connections)
 
 
 def render(skills: SkillSet) -> str:
@@ -38,14 +56,18 @@ def render(skills: SkillSet) -> str:
 
 
 async def run(settings: Settings, out: TextIO = sys.stdout) -> int:
-    from asyncai.skills.skill import SKILL_FILE, SkillError
-
     action, name = settings.text("skills_action") or "list", settings.text("skills_name")
     if action not in ("list", "show", "rm"):
         raise UsageError(f"asyncai skills: {action!r} is not list, show or rm")
     if action != "list" and not name:
         raise UsageError(f"asyncai skills {action} needs the skill's name")
-    skills = skill_set(settings)
+    async with connected(settings) as servers:
+        return await _act(action, name, skill_set(settings, servers), out)
+
+
+async def _act(action: str, name: str | None, skills: SkillSet, out: TextIO) -> int:
+    from asyncai.skills.skill import SKILL_FILE, SkillError
+
     await skills.refresh()
     if action == "list":
         print(

@@ -1,6 +1,7 @@
 """``serve-mcp`` serves the skills it knows (local and saved) over SEP-2640: it declares
-``io.modelcontextprotocol/skills`` and answers ``skills/list``, ``skills/get``, ``resources/list``
-and ``resources/read``, so Claude Code and other MCP clients get the skills asyncai's agents wrote.
+``io.modelcontextprotocol/skills`` (with ``directoryRead``) and answers ``skills/list``, ``skills/get``,
+``resources/list``, ``resources/read`` and ``resources/directory/read``, so Claude Code and other MCP
+clients get the skills asyncai's agents wrote.
 
 Each file is the resource ``skill://<name>/<path>`` (``skill://<origin>/<name>/...`` for a name two
 origins share); skills that came from another MCP server are that server's to serve, not ours."""
@@ -22,6 +23,8 @@ from asyncai.skills.sources import DirectorySkills
 from asyncai.skills.stored import RedisSkills
 from asyncai.tools.mcp.client import SKILLS_EXTENSION
 
+DIRECTORY_MIME = "inode/directory"
+"""How ``resources/directory/read`` marks a child that is itself a directory."""
 TTL_MS = 0
 """The listing may change at any time (``save_skill``): clients are told to hold it no longer."""
 
@@ -32,6 +35,23 @@ class ListSkillsParams(mt.RequestParams):
 
 class GetSkillParams(mt.RequestParams):
     uri: str
+
+
+class ReadDirectoryParams(mt.RequestParams):
+    uri: str
+    cursor: str | None = None
+
+
+def directory_children(paths: list[str], directory: str) -> list[tuple[str, bool]] | None:
+    """The direct children of ``directory`` (``""``: the skill's root) among a skill's file
+    ``paths``, each with whether it is a directory, sorted; ``None`` when it is no directory."""
+    prefix = f"{directory}/" if directory else ""
+    children: dict[str, bool] = {}
+    for path in paths:
+        if path.startswith(prefix):
+            head, _, rest = path[len(prefix) :].partition("/")
+            children[head] = children.get(head, False) or bool(rest)
+    return sorted(children.items()) if children else None
 
 
 class ServedSkills:
@@ -88,6 +108,24 @@ class ServedSkills:
                 return mt.ReadResourceResult(contents=[_contents(uri, data)])
         raise MCPError(mt.INVALID_PARAMS, f"no resource {uri}")
 
+    async def read_directory(
+        self, ctx: ServerRequestContext[Any, Any], params: ReadDirectoryParams
+    ) -> dict[str, Any]:
+        """SEP-2640's ``resources/directory/read``: a skill directory's direct children, one page."""
+        uri = params.uri.rstrip("/")
+        for root, found in self.served().items():
+            if uri == root or uri.startswith(f"{root}/"):
+                directory = uri[len(root) + 1 :]
+                children = directory_children([f.path for f in found.skill.files], directory)
+                if children is None:
+                    break
+                resources = [
+                    {"uri": f"{uri}/{name}", "name": name, **({"mimeType": DIRECTORY_MIME} if is_dir else {})}
+                    for name, is_dir in children
+                ]
+                return {"resources": resources}
+        raise MCPError(mt.INVALID_PARAMS, f"not a skill directory: {params.uri}")
+
 
 def entry(root: str, skill: Skill) -> dict[str, Any]:
     """SEP-2640's ``Skill`` entry: the SKILL.md's URI, its frontmatter verbatim, every file."""
@@ -105,11 +143,12 @@ def serve_skills(server: Server[Any], skills: SkillSet) -> bool:
     served = ServedSkills(skills)
     if not served.served() and not skills.shared:
         return False
-    server.extensions[SKILLS_EXTENSION] = {}
+    server.extensions[SKILLS_EXTENSION] = {"directoryRead": True}
     server.add_request_handler("skills/list", ListSkillsParams, served.list)
     server.add_request_handler("skills/get", GetSkillParams, served.get)
     server.add_request_handler("resources/list", mt.PaginatedRequestParams, served.list_resources)
     server.add_request_handler("resources/read", mt.ReadResourceRequestParams, served.read_resource)
+    server.add_request_handler("resources/directory/read", ReadDirectoryParams, served.read_directory)
     return True
 
 

@@ -33,6 +33,8 @@ class SkillSet:
         if saving is not None and saving not in self.sources:
             self.sources.append(saving)
         self._by_name: dict[str, Found] | None = None
+        self._verified: set[tuple[str, str, str]] = set()
+        """``(origin, uri, SKILL.md digest)`` of each skill whose SKILL.md was read and verified."""
 
     @property
     def shared(self) -> bool:
@@ -88,13 +90,24 @@ class SkillSet:
             return self.find(name)
 
     async def text(self, name: str, path: str) -> str:
-        """One of a skill's files as text (verified)."""
+        """One of a skill's files as text (verified). Another file than ``SKILL.md`` is read only
+        once the skill's ``SKILL.md`` was (SEP-2640: a skill whose SKILL.md fails verification is
+        not loaded, so none of its files is used)."""
         found = await self.current(name)
+        if path != SKILL_FILE:
+            await self._verify(found)
         data = await found.source.read(found.skill, path)
+        if path == SKILL_FILE:
+            self._verified.add(_identity(found.skill))
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             raise SkillError(f"skill {name!r}: {path} is not UTF-8 text ({len(data):,} bytes)") from None
+
+    async def _verify(self, found: Found) -> None:
+        if _identity(found.skill) not in self._verified:
+            await found.source.read(found.skill, SKILL_FILE)
+            self._verified.add(_identity(found.skill))
 
     async def instructions(self, name: str) -> str:
         """The ``SKILL.md`` body: its instructions, without the frontmatter."""
@@ -112,6 +125,10 @@ class SkillSet:
         """``(path, source)`` of each Python file ``load_skill`` runs, in order."""
         found = await self.current(name)
         return [(path, await self.text(name, path)) for path in found.skill.python_files]
+
+
+def _identity(skill: Skill) -> tuple[str, str, str]:
+    return (skill.origin, skill.uri, skill.file(SKILL_FILE).digest)
 
 
 def skill_set(value: object, owner: str, name: str) -> SkillSet | None:
