@@ -94,10 +94,20 @@ _ARGUMENTS_WRITTEN = r"\s*\([^()\n]*(?:\([^()\n]*\)[^()\n]*)*\)"
 """A call's parentheses on one line, with one level of parentheses inside them."""
 
 
+_ECHOED = re.compile(
+    r"<tool_(?:response|result|output)>.*?(?:</tool_(?:response|result|output)>|\Z)|^\(ran as .*$",
+    re.S | re.M,
+)
+"""A tool result the model copied back (or made up) into its reply, and the harness's note on what
+it ran: words about calls, not calls."""
+
+
 def named_calls(reply: str, names: Collection[str]) -> list[str]:
     """The offered tools and catalog functions ``reply`` names as a call, in or out of fences: a JSON
     ``"name": "X"``, or ``X(``. The classifier's own rule, broader than the harness's recogniser, so
-    a call the harness failed to read counts against the harness."""
+    a call the harness failed to read counts against the harness; a result the model echoed, in
+    ``<tool_response>`` tags or as the harness's ``(ran as ...)`` line, is not a call."""
+    reply = _ECHOED.sub("", reply)
     found = []
     for name in sorted(names):
         quoted = re.search(r'"(?:name|function|tool)"\s*:\s*"' + re.escape(name) + '"', reply)

@@ -99,6 +99,9 @@ def test_a_call_is_named_as_json_or_with_its_parenthesis() -> None:
     assert named_calls('{"function": "echo"}', names) == ["echo"]
     assert named_calls("x = await read_text_file (path='/a')", names) == ["read_text_file"]
     assert named_calls("The `echo` tool echoes; helpers.echo(1) and my_echo() are not it.", names) == []
+    echoed = "<tool_response>\n(ran as run_code: x = await echo(text='a'))\nerror: ...\n</tool_response>"
+    assert named_calls(echoed, names) == [], "a result the model copied back is no call"
+    assert named_calls("(ran as run_code: x = await echo(text='a'))\nIt said a.", names) == []
 
 
 def test_a_number_in_the_worlds_own_path_is_not_read_as_the_answer(tmp_path: Path) -> None:

@@ -14,8 +14,14 @@ from pathlib import Path
 import pytest
 
 from asyncai.code_mode import CodeMode, CodeModeLimits
-from asyncai.code_mode.catalog.description import DEFAULT_CATALOG_BUDGET, run_code_description
+from asyncai.code_mode.catalog.description import (
+    CLIENT_CATALOG_BUDGET,
+    DEFAULT_CATALOG_BUDGET,
+    run_code_description,
+)
 from asyncai.code_mode.catalog.stubs import render_stub
+from asyncai.skills.skillset import SkillSet
+from asyncai.skills.sources import DirectorySkills
 from asyncai.tools import McpServers, stdio_spec
 from asyncai.tools.mcp.results import tool_definition
 from tests.code_mode.catalog.queries import QUERIES
@@ -151,3 +157,27 @@ def test_the_kcp_description_is_exactly_as_before_budgets() -> None:
         "69e00b3c6b23408719e0a37beb7756e82b4dbae47cf53cf00ac0e25e360ada9e"
     )
     assert "async def save_skill(" in skills and "load_skill" not in skills, "no skill to load yet"
+
+
+@pytest.mark.parametrize("budget", [DEFAULT_CATALOG_BUDGET, CLIENT_CATALOG_BUDGET])
+async def test_every_part_of_the_description_counts_against_the_budget(budget: int, tmp_path: Path) -> None:
+    """Issue 48: the 3,000-tool server, a local skill and saving on, as the CLI and serve-mcp offer
+    them: the rules, the index, the skills section and the skill functions, within the budget."""
+    local = tmp_path / "skills" / "tally-words"
+    local.mkdir(parents=True)
+    (local / "SKILL.md").write_text(
+        "---\nname: tally-words\ndescription: Count the words of files.\n---\nRead.\n"
+    )
+    skills = SkillSet(
+        [DirectorySkills(tmp_path / "skills")], saving=DirectorySkills(tmp_path / "saved", "saved")
+    )
+    limits = CodeModeLimits(catalog_budget=budget)
+    async with (
+        McpServers([stdio_spec(f"big-cloud={BIG_SERVER}")]) as mcp,
+        CodeMode(mcp, limits, skills=skills) as code_mode,
+    ):
+        [run_code] = code_mode.tools()
+    description = run_code.description
+    assert len(description) <= budget
+    for needle in ("tally-words", "save_skill", "load_skill", "search_tools"):
+        assert needle in description, needle
