@@ -4,14 +4,17 @@ and an SDK client reads a skill's files through ``resources/read``, matching the
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp.types as mt
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from mcp import Client, MCPError
@@ -199,3 +202,93 @@ def test_a_directorys_children_are_the_next_segment_of_the_paths_under_it(paths:
     walk("")
     assert sorted(reached) == paths
     assert all(directory_children(paths, p) is None for p in paths)
+
+
+SAVE_DOUBLER = (
+    "def twice(n):\n    return 2 * n\n"
+    'await save_skill(name="doubler", description="Double a number.", functions=["twice"])'
+)
+
+
+@dataclass
+class Seen:
+    """What one caller sees of the skills on one instance."""
+
+    listed: list[str]
+    """By ``skills()`` in a snippet."""
+    served: list[str]
+    """By ``skills/list``."""
+    loaded: Any
+    read: bool
+    """Whether ``resources/read`` of the skill's SKILL.md answered."""
+
+
+async def seen(url: str, token: str) -> Seen:
+    async with client(url, token) as session:
+        listed = await run_code(session, "[s['name'] for s in await skills()]")
+        served = await request(session, "skills/list", {})
+        loaded = await run_code(session, 'await load_skill(name="doubler")\ntwice(21)')
+        try:
+            await session.read_resource("skill://doubler/SKILL.md")
+            read = True
+        except MCPError:
+            read = False
+    return Seen(listed.content["value"], [s["uri"] for s in served["skills"]], loaded.content, read)
+
+
+@pytest.mark.parametrize("store", ["redis", "directory"])
+@pytest.mark.parametrize("sharing", [False, True])
+def test_a_callers_saved_skill_is_its_own_on_every_instance(
+    tmp_path: Path, store: str, sharing: bool
+) -> None:
+    """Two callers (a token each): what A's model saves, A lists, serves and loads, on either of two
+    instances over Redis, and B does not (unless --share-saved-skills); the same on one instance
+    saving into a directory (which other processes do not watch). Both see the local skill."""
+    (tmp_path / "tokens").write_text("token-of-a\ntoken-of-b\n")
+    write_skill(tmp_path / "skills", "house-style", "How we write.")
+    (tmp_path / "redis").mkdir()
+    env = {**ENV, "XDG_DATA_HOME": str(tmp_path / "data")}
+    with contextlib.ExitStack() as stack:
+        args = [
+            "--token-file",
+            str(tmp_path / "tokens"),
+            "--mcp-stdio",
+            SIMPLE,
+            "--skills",
+            str(tmp_path / "skills"),
+        ]
+        if store == "redis":
+            args += ["--state-store", stack.enter_context(redis_server(tmp_path / "redis")).url]
+        if sharing:
+            args.append("--share-saved-skills")
+        first = stack.enter_context(serve_http(*args, env=env))
+        second = stack.enter_context(serve_http(*args, env=env)) if store == "redis" else first
+
+        async def work() -> tuple[Ran, dict[str, Seen]]:
+            async with client(first.url, "token-of-a") as session:
+                saved = await run_code(session, SAVE_DOUBLER)
+            views = {}
+            for who, token in (("a", "token-of-a"), ("b", "token-of-b")):
+                for where, served in (("first", first), ("second", second)):
+                    views[f"{who} on {where}"] = await seen(served.url, token)
+            return saved, views
+
+        saved, views = anyio.run(work)
+    assert saved.content["value"] == {"name": "doubler", "files": ["SKILL.md", "scripts/doubler.py"]}
+    for view, got in views.items():
+        sees = view.startswith("a") or sharing
+        names = ["doubler", "house-style"] if sees else ["house-style"]
+        assert (got.listed, got.served, got.read) == (
+            names,
+            [f"skill://{name}/SKILL.md" for name in names],
+            sees,
+        ), view
+        assert got.loaded.get("value") == 42 if sees else "no skill named 'doubler'" in got.loaded["error"], (
+            view
+        )
+    saved_dir = tmp_path / "data" / "asyncai" / "skills"
+    if store == "directory":  # under the caller's own directory, named by its token's hash
+        own = sorted(saved_dir.glob(".callers/token-*/doubler"))
+        assert (len(own), (saved_dir / "doubler").is_dir()) == ((0, True) if sharing else (1, False))
+    else:
+        assert not saved_dir.exists(), "saved in Redis, not in a directory"

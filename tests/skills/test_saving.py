@@ -124,3 +124,31 @@ def test_a_saved_skill_is_what_load_skill_reads() -> None:
         saved_skill_files("x", " ", {"f": "def f(): pass"})
     with pytest.raises(SkillError, match="at least one function"):
         saved_skill_files("x", "d", {})
+
+
+@pytest.mark.anyio
+async def test_with_per_caller_each_caller_saves_into_a_part_of_its_own(tmp_path: Path) -> None:
+    """``SkillSet.for_caller``: a caller lists the shared skills and its own saved ones, never
+    another's; the set itself lists only the shared ones and saves for nobody."""
+    from asyncai.skills.skillset import SkillSet
+    from asyncai.skills.sources import DirectorySkills
+    from tests.skills.conftest import write_skill
+
+    write_skill(tmp_path / "local", "house-style", "How we write.")
+    saving = DirectorySkills(tmp_path / "saved", "saved")
+    skills = SkillSet([DirectorySkills(tmp_path / "local")], saving, per_caller=True)
+    a, b = skills.for_caller("token:aaaa"), skills.for_caller("token:bbbb")
+    assert skills.for_caller("token:aaaa") is a and skills.for_caller(None) is skills
+    await a.save("doubler", "Double a number.", {"twice": "def twice(n):\n    return 2 * n\n"})
+    await b.refresh()
+    await skills.refresh()
+    assert (a.names(), b.names(), skills.names()) == (
+        ["doubler", "house-style"],
+        ["house-style"],
+        ["house-style"],
+    )
+    assert (tmp_path / "saved" / ".callers" / "token-aaaa" / "doubler" / "SKILL.md").is_file()
+    with pytest.raises(SkillError, match="belong to a caller"):
+        await skills.save("tripler", "Triple.", {"thrice": "def thrice(n):\n    return 3 * n\n"})
+    one_user = SkillSet([], saving)
+    assert one_user.for_caller("token:aaaa") is one_user

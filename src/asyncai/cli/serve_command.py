@@ -50,6 +50,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--expose-direct", action="store_true", default=None, help="offer the wrapped tools next to run_code"
     )
     group.add_argument(
+        "--share-saved-skills",
+        action="store_true",
+        default=None,
+        help="over HTTP with tokens, let every caller list and load the skills any caller's model saved "
+        "(by default each caller has its own)",
+    )
+    group.add_argument(
         "--session-idle", type=float, metavar="SECONDS", help="close an idle client session's REPL (1800)"
     )
     group.add_argument(
@@ -166,9 +173,17 @@ async def run(settings: Settings) -> int:
             clients = ServeClients()
             requests = server_requests(settings, person=clients)
             requests.sampler = clients
+            # Callers told apart by their tokens keep their saved skills apart, unless told to share.
+            per_caller = bool(options is not None and options.tokens) and not settings.switch(
+                "share_saved_skills"
+            )
             executor = await closing.enter_async_context(
                 code_mode_executor(
-                    settings, state_store=store, requests=requests, catalog_budget=CLIENT_CATALOG_BUDGET
+                    settings,
+                    state_store=store,
+                    requests=requests,
+                    catalog_budget=CLIENT_CATALOG_BUDGET,
+                    skills_per_caller=per_caller,
                 )
             )
             server = CodeModeServer(

@@ -461,9 +461,12 @@ def skill_directories(settings: Settings) -> list[Path]:
     return [Path.cwd() / ".claude" / "skills", claude_config_dir() / "skills", *named]
 
 
-def skill_set(settings: Settings, servers: Sequence[Any] = (), state_store: object = None) -> SkillSet:
+def skill_set(
+    settings: Settings, servers: Sequence[Any] = (), state_store: object = None, per_caller: bool = False
+) -> SkillSet:
     """The skills of the command: its directories, the MCP ``servers`` that serve skills, and
-    where ``save_skill`` writes (Redis when ``state_store`` is, else the saved-skills directory)."""
+    where ``save_skill`` writes (Redis when ``state_store`` is, else the saved-skills directory;
+    ``per_caller``: a part of it for each caller)."""
     from asyncai.skills.servers import skill_sources
     from asyncai.skills.skillset import SkillSet
     from asyncai.skills.sources import DirectorySkills, SkillSource, saved_skills_dir
@@ -473,8 +476,8 @@ def skill_set(settings: Settings, servers: Sequence[Any] = (), state_store: obje
     sources: list[SkillSource] = [DirectorySkills(directory) for directory in skill_directories(settings)]
     sources += skill_sources(servers)
     if isinstance(state_store, RedisStore):
-        return SkillSet(sources, saving=RedisSkills(state_store.client))
-    return SkillSet(sources, saving=DirectorySkills(saved_skills_dir(), "saved"))
+        return SkillSet(sources, saving=RedisSkills(state_store.client), per_caller=per_caller)
+    return SkillSet(sources, saving=DirectorySkills(saved_skills_dir(), "saved"), per_caller=per_caller)
 
 
 def someone_can_sign_in() -> bool:

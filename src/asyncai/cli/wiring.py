@@ -83,12 +83,14 @@ async def code_mode_executor(
     requests: ServerRequests | None = None,
     mutations: MutationPolicy | None = None,
     catalog_budget: int | None = None,
+    skills_per_caller: bool = False,
 ) -> AsyncIterator[CodeMode]:
     """Code mode over the configured servers; ``approver`` decides mutating calls under
     ``--mutations ask`` (without one they are refused); ``state_store`` keeps thread REPLs for
     resumed sessions; ``requests`` answers what the servers ask (declined by default);
     ``mutations`` is the policy already resolved (default: ``--mutations``, else ``allow``);
-    ``catalog_budget`` is the command's default for ``--catalog-budget``."""
+    ``catalog_budget`` is the command's default for ``--catalog-budget``; with ``skills_per_caller``
+    each caller's saved skills are its own (``SkillSet.per_caller``)."""
     limits = code_limits(settings, catalog_budget)
     sandbox = sandbox_config(settings)
     sandbox.resolved_kind()  # fail on a bad sandbox choice before any server starts
@@ -122,7 +124,7 @@ async def code_mode_executor(
             speculate=not settings.switch("no_speculate"),
             speculate_tools=settings.texts("speculate"),
             trace_content=settings.switch("trace_content"),
-            skills=skill_set(settings, inner.connections, state_store),
+            skills=skill_set(settings, inner.connections, state_store, per_caller=skills_per_caller),
         )
         try:
             await executor.refresh_skills()

@@ -212,10 +212,11 @@ class CodeMode(ToolSource):
         self.check_open()
         return self._default.context_note()
 
-    def new_scope(self) -> ReplScope:
-        """A REPL of its own (closed with ``aclose``, or when the code mode closes)."""
+    def new_scope(self, caller: str | None = None) -> ReplScope:
+        """A REPL of its own (closed with ``aclose``, or when the code mode closes); its snippets
+        see ``caller``'s view of the skills (``SkillSet.for_caller``)."""
         self.check_open()
-        return ReplScope(self._setup)
+        return ReplScope(self._setup, self.skills.for_caller(caller) if self.skills is not None else None)
 
     async def aclose(self) -> None:
         """Close every scope that holds a worker, then the worker pool. Closing twice is harmless;

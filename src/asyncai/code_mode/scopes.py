@@ -32,7 +32,7 @@ CLOSED = "these ReplScopes were closed (aclose()); create new ones: ReplScopes(c
 class ScopeFactory(Protocol):
     """Where new scopes come from (``CodeMode``)."""
 
-    def new_scope(self) -> ReplScope: ...
+    def new_scope(self, caller: str | None = None) -> ReplScope: ...
 
     def check_open(self) -> None:
         """``RuntimeError`` naming it once it was closed."""
@@ -80,10 +80,10 @@ class ReplScopes:
         if self._closed:
             raise RuntimeError(CLOSED)
 
-    def get(self, key: str) -> ReplScope:
-        """The key's scope, made on first use."""
+    def get(self, key: str, caller: str | None = None) -> ReplScope:
+        """The key's scope, made on first use (for ``caller``: see ``CodeMode.new_scope``)."""
         self.check_open()
-        scope = self._scopes.pop(key, None) or self.code_mode.new_scope()
+        scope = self._scopes.pop(key, None) or self.code_mode.new_scope(caller)
         self._scopes[key] = scope
         self._last_use[key] = self.clock()
         return scope
@@ -126,16 +126,18 @@ class ReplScopes:
         saved_as: str | None = None,
         shared: bool = False,
         may_save: Callable[[], bool] = lambda: True,
+        caller: str | None = None,
     ) -> AsyncIterator[ScopeUse]:
         """Hold the key's scope for one run (``key=None``: a fresh scope, closed after the run).
 
         ``saved_as`` is where the scope is saved in the code mode's state store: taken up on the
         key's first run, saved after every run. With ``shared`` (several processes use the store,
         one at a time under a lease) the saved state is taken up whenever another process saved it
-        since, and saved only when ``may_save()`` still holds at the end (the lease was kept)."""
+        since, and saved only when ``may_save()`` still holds at the end (the lease was kept).
+        ``caller``: who runs it, when a new scope is made (its view of the skills)."""
         self.check_open()
         if key is None:
-            fresh = self.code_mode.new_scope()
+            fresh = self.code_mode.new_scope(caller)
             try:
                 with fresh.hold():
                     yield ScopeUse(fresh, "none", fresh.context_note())
@@ -143,7 +145,7 @@ class ReplScopes:
                 await fresh.aclose()
             return
         await self.close_idle()
-        scope = self.get(key)
+        scope = self.get(key, caller)
         with scope.hold():  # not parked or released while this run uses it
             synced = False
             if saved_as is not None and shared:

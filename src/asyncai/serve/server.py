@@ -209,7 +209,7 @@ class CodeModeServer:
             self.server, TasksExtension(self.tasks, [RUN_CODE], self._run_task, _caller), self._call_tool
         )
         if executor.skills is not None:
-            serve_skills(self.server, executor.skills)
+            serve_skills(self.server, executor.skills, _caller)
         # The request state of a paused snippet is sealed, bound to its caller, and checked on retry.
         self.server.middleware.append(RequestStateSealing(self.pauses, _caller))
 
@@ -354,7 +354,7 @@ class CodeModeServer:
             async def run(scope: ReplScope) -> ToolCallOutput | PausedSnippet:
                 return await scope.call_tool(RUN_CODE, arguments, approver=approver, activity=activity)
 
-        output, note = await self._run_in(key, run)
+        output, note = await self._run_in(key, run, owner)
         return await self._answer(key, owner, output, note, handle, handle_note)
 
     async def _resume(
@@ -379,7 +379,7 @@ class CodeModeServer:
         key = paused.repl
         handle = key.removeprefix(SCOPE_PREFIX) if key.startswith(SCOPE_PREFIX) else None
         output, note = await self._run_in(
-            key, lambda scope: scope.resume(paused, approvals, activity=activity)
+            key, lambda scope: scope.resume(paused, approvals, activity=activity), owner
         )
         return await self._answer(key, owner, output, note, handle, None)
 
@@ -442,15 +442,20 @@ class CodeModeServer:
             return await self.handles.mint(owner), note, None
         return await self.handles.mint(owner), None, None
 
-    async def _run_in(self, key: str, run: ScopeRun) -> tuple[ToolCallOutput | PausedSnippet, str | None]:
-        """``run`` on the REPL ``key`` names, and the variables note if it changed."""
+    async def _run_in(
+        self, key: str, run: ScopeRun, owner: str
+    ) -> tuple[ToolCallOutput | PausedSnippet, str | None]:
+        """``run`` on the REPL ``key`` names (made for ``owner`` when new: its view of the skills),
+        and the variables note if it changed."""
         if self.shared is not None and key.startswith((HTTP_PREFIX, SCOPE_PREFIX)):
-            return await self._run_shared(key, run)
-        async with self.scopes.use(key) as use:
+            return await self._run_shared(key, run, owner)
+        async with self.scopes.use(key, caller=owner) as use:
             output = await run(use.scope)
         return output, self.scopes.note_if_changed(key, use.scope.context_note())
 
-    async def _run_shared(self, key: str, run: ScopeRun) -> tuple[ToolCallOutput | PausedSnippet, str | None]:
+    async def _run_shared(
+        self, key: str, run: ScopeRun, owner: str
+    ) -> tuple[ToolCallOutput | PausedSnippet, str | None]:
         """A run of a REPL shared through Redis (``serve.shared``), a session's or a handle's: runs
         of it on this instance queue here; then, under its lease, take up the REPL another
         instance saved since, run, and save it for the next instance."""
@@ -464,7 +469,9 @@ class CodeModeServer:
                 async with self.shared.lease(shared_id) as lease:
                     saved_as = state_key(shared_id) if lease.held else None
                     usable = lambda: not lease.lost  # noqa: E731 (read when the run ends)
-                    async with self.scopes.use(key, saved_as=saved_as, shared=True, may_save=usable) as use:
+                    async with self.scopes.use(
+                        key, saved_as=saved_as, shared=True, may_save=usable, caller=owner
+                    ) as use:
                         output = await run(use.scope)
                     if saved_as is not None and not lease.lost and key.startswith(HTTP_PREFIX):
                         await self.shared.touch(shared_id)

@@ -4,12 +4,15 @@
 clients get the skills asyncai's agents wrote.
 
 Each file is the resource ``skill://<name>/<path>`` (``skill://<origin>/<name>/...`` for a name two
-origins share); skills that came from another MCP server are that server's to serve, not ours."""
+origins share); skills that came from another MCP server are that server's to serve, not ours. Where
+saved skills belong to their caller (``SkillSet.per_caller``), each request is answered with the
+skills its caller sees."""
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from typing import Any
 
 import mcp.types as mt
@@ -54,26 +57,39 @@ def directory_children(paths: list[str], directory: str) -> list[tuple[str, bool
     return sorted(children.items()) if children else None
 
 
-class ServedSkills:
-    def __init__(self, skills: SkillSet) -> None:
-        self.skills = skills
+Caller = Callable[[ServerRequestContext[Any, Any]], str]
+"""Who makes a request (``serve.server``: a hash of its bearer token)."""
 
-    def served(self) -> dict[str, Found]:
-        """The skills served, by the root URI of each (``skill://<name>``)."""
+
+class ServedSkills:
+    def __init__(self, skills: SkillSet, caller: Caller) -> None:
+        self.skills = skills
+        self.caller = caller
+
+    def served(self, ctx: ServerRequestContext[Any, Any] | None = None) -> dict[str, Found]:
+        """The skills served (to ``ctx``'s caller), by the root URI of each (``skill://<name>``)."""
+        skills = self._skills(ctx)
         served = {}
-        for name, _ in self.skills.entries():
-            found = self.skills.find(name)
+        for name, _ in skills.entries():
+            found = skills.find(name)
             if isinstance(found.source, DirectorySkills | RedisSkills):
                 served[f"skill://{name.replace(':', '/')}"] = found
         return served
 
+    def _skills(self, ctx: ServerRequestContext[Any, Any] | None) -> SkillSet:
+        return self.skills if ctx is None else self.skills.for_caller(self.caller(ctx))
+
+    async def current(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Found]:
+        """``served(ctx)``, listed again: saved ones change while it serves."""
+        await self._skills(ctx).refresh()
+        return self.served(ctx)
+
     async def list(self, ctx: ServerRequestContext[Any, Any], params: ListSkillsParams) -> dict[str, Any]:
-        await self.skills.refresh()  # saved ones change while it serves
-        entries = [entry(root, found.skill) for root, found in self.served().items()]
+        entries = [entry(root, found.skill) for root, found in (await self.current(ctx)).items()]
         return {"skills": entries, "ttlMs": TTL_MS, "cacheScope": "private"}
 
     async def get(self, ctx: ServerRequestContext[Any, Any], params: GetSkillParams) -> dict[str, Any]:
-        found = self.served().get(params.uri.removesuffix(f"/{SKILL_FILE}"))
+        found = (await self.current(ctx)).get(params.uri.removesuffix(f"/{SKILL_FILE}"))
         if found is None or not params.uri.endswith(f"/{SKILL_FILE}"):
             raise MCPError(mt.INVALID_PARAMS, f"no skill at {params.uri}")
         root = params.uri.removesuffix(f"/{SKILL_FILE}")
@@ -90,7 +106,7 @@ class ServedSkills:
                 mime_type="text/markdown" if file.path.endswith(".md") else None,
                 size=file.size,
             )
-            for root, found in self.served().items()
+            for root, found in (await self.current(ctx)).items()
             for file in found.skill.files
         ]
         return mt.ListResourcesResult(resources=resources)
@@ -99,7 +115,7 @@ class ServedSkills:
         self, ctx: ServerRequestContext[Any, Any], params: mt.ReadResourceRequestParams
     ) -> mt.ReadResourceResult:
         uri = str(params.uri)
-        for root, found in self.served().items():
+        for root, found in (await self.current(ctx)).items():
             if uri.startswith(f"{root}/"):
                 try:
                     data = await found.source.read(found.skill, uri[len(root) + 1 :])
@@ -113,7 +129,7 @@ class ServedSkills:
     ) -> dict[str, Any]:
         """SEP-2640's ``resources/directory/read``: a skill directory's direct children, one page."""
         uri = params.uri.rstrip("/")
-        for root, found in self.served().items():
+        for root, found in (await self.current(ctx)).items():
             if uri == root or uri.startswith(f"{root}/"):
                 directory = uri[len(root) + 1 :]
                 children = directory_children([f.path for f in found.skill.files], directory)
@@ -136,12 +152,12 @@ def entry(root: str, skill: Skill) -> dict[str, Any]:
     }
 
 
-def serve_skills(server: Server[Any], skills: SkillSet) -> bool:
+def serve_skills(server: Server[Any], skills: SkillSet, caller: Caller) -> bool:
     """Offer ``skills`` on ``server`` when it has any of its own, or saves them where other
-    instances do (then it declares the extension and the resources capability it needs); whether
-    it did."""
-    served = ServedSkills(skills)
-    if not served.served() and not skills.shared:
+    instances or callers do (then it declares the extension and the resources capability it
+    needs); whether it did. ``caller`` says who makes a request."""
+    served = ServedSkills(skills, caller)
+    if not served.served() and not skills.shared and not skills.per_caller:
         return False
     server.extensions[SKILLS_EXTENSION] = {"directoryRead": True}
     server.add_request_handler("skills/list", ListSkillsParams, served.list)

@@ -25,16 +25,33 @@ class Found:
 
 
 class SkillSet:
-    """``saving``: where the skills the agent saves go (also one of the sources it lists)."""
+    """``saving``: where the skills the agent saves go (also one of the sources it lists). With
+    ``per_caller`` each caller saves into a part of it of its own (``for_caller``), and this set
+    lists only the other sources: what every caller shares."""
 
-    def __init__(self, sources: Sequence[SkillSource], saving: SkillSaver | None = None) -> None:
+    def __init__(
+        self, sources: Sequence[SkillSource], saving: SkillSaver | None = None, *, per_caller: bool = False
+    ) -> None:
         self.sources = list(sources)
         self.saving = saving
-        if saving is not None and saving not in self.sources:
+        self.per_caller = per_caller and saving is not None
+        if saving is not None and saving not in self.sources and not self.per_caller:
             self.sources.append(saving)
+        self._callers: dict[str, SkillSet] = {}
         self._by_name: dict[str, Found] | None = None
         self._verified: set[tuple[str, str, str]] = set()
         """``(origin, uri, SKILL.md digest)`` of each skill whose SKILL.md was read and verified."""
+
+    def for_caller(self, caller: str | None) -> SkillSet:
+        """The skills ``caller`` sees: the shared ones and its own saved ones, saving into its own
+        part (the same set for every call of that caller); this set itself without ``per_caller``
+        or without a caller (one user, or callers that cannot be told apart)."""
+        if not self.per_caller or caller is None:
+            return self
+        if caller not in self._callers:
+            assert self.saving is not None
+            self._callers[caller] = SkillSet(self.sources, self.saving.for_caller(caller))
+        return self._callers[caller]
 
     @property
     def shared(self) -> bool:
@@ -117,6 +134,8 @@ class SkillSet:
         """Store a new skill (or replace a saved one of that name) and list the skills again."""
         if self.saving is None:
             raise SkillError("skills cannot be saved here: no directory for saved skills was given")
+        if self.per_caller:
+            raise SkillError("saved skills belong to a caller here, and this run has none")
         skill = await self.saving.save(name, description, functions)
         await self.refresh()
         return skill

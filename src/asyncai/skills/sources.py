@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -59,6 +60,19 @@ class SkillSaver(SkillSource, Protocol):
 
     async def remove(self, name: str) -> bool: ...
 
+    def for_caller(self, caller: str) -> SkillSaver:
+        """The part of it that holds one caller's saved skills, apart from every other caller's."""
+        ...
+
+
+CALLERS_DIR = ".callers"
+"""Under a saved-skills directory, one directory per caller (hidden: it holds no skill itself)."""
+
+
+def caller_key(caller: str) -> str:
+    """``caller`` (``token:<hash>``) as a name safe for a directory or a Redis key."""
+    return re.sub(r"[^A-Za-z0-9_-]", "-", caller)
+
 
 class DirectorySkills:
     """Each directory under ``root`` that holds a ``SKILL.md`` is a skill; a ``SKILL.md`` deeper
@@ -91,6 +105,9 @@ class DirectorySkills:
         files = saved_skill_files(name, description, functions)
         await asyncio.to_thread(self._write, name, files)
         return await asyncio.to_thread(self._skill, self.root / name)
+
+    def for_caller(self, caller: str) -> DirectorySkills:
+        return DirectorySkills(self.root / CALLERS_DIR / caller_key(caller), self.origin)
 
     async def remove(self, name: str) -> bool:
         """Delete the skill ``name`` from here; False when there is none."""

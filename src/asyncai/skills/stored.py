@@ -1,7 +1,8 @@
 """Saved skills in Redis (``RedisSkills``): where a state store is Redis, the skills the agent saves
 live there too, so every instance behind a balancer lists and loads them. Each skill is one key
 holding its files (``asyncai:skill:<name>``, no expiry: a skill is kept until removed), and one set
-holds the names."""
+holds the names. A caller's own saved skills have keys of their own
+(``asyncai:caller:<caller>:skill:<name>``, ``asyncai:caller:<caller>:skills``)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from asyncai.skills.skill import (
     split_skill_md,
     verified,
 )
+from asyncai.skills.sources import caller_key
 
 NAMES_KEY = "asyncai:skills"
 SKILL_PREFIX = "asyncai:skill:"
@@ -34,17 +36,25 @@ class RedisSkills:
     shared = True
     """Other processes add skills here at any time."""
 
-    def __init__(self, client: Any, origin: str = "saved") -> None:
+    def __init__(self, client: Any, origin: str = "saved", caller: str | None = None) -> None:
         self.client = client
         self.origin = origin
+        self.caller = caller
+        """Whose saved skills these are (``None``: every caller's, shared)."""
+        prefix = "asyncai:" if caller is None else f"asyncai:caller:{caller_key(caller)}:"
+        self._names_key = prefix + NAMES_KEY.removeprefix("asyncai:")
+        self._skill_prefix = prefix + SKILL_PREFIX.removeprefix("asyncai:")
+
+    def for_caller(self, caller: str) -> RedisSkills:
+        return RedisSkills(self.client, self.origin, caller)
 
     async def skills(self) -> list[Skill]:
         try:
             names = sorted(
                 name.decode() if isinstance(name, bytes) else str(name)
-                for name in await self.client.smembers(NAMES_KEY)
+                for name in await self.client.smembers(self._names_key)
             )
-            stored = await self.client.mget([SKILL_PREFIX + name for name in names]) if names else []
+            stored = await self.client.mget([self._skill_prefix + name for name in names]) if names else []
         except Exception as exc:  # a store that fails lists nothing, said once
             log_event("skills.list_failed", logging.WARNING, store="redis", error=str(exc))
             return []
@@ -60,7 +70,7 @@ class RedisSkills:
 
     async def read(self, skill: Skill, path: str) -> bytes:
         skill.file(path)
-        blob = await self.client.get(SKILL_PREFIX + skill.name)
+        blob = await self.client.get(self._skill_prefix + skill.name)
         files = _files(blob) if blob is not None else {}
         data = files.get(path, "").encode("utf-8")
         try:
@@ -72,15 +82,15 @@ class RedisSkills:
     async def save(self, name: str, description: str, functions: Mapping[str, str]) -> Skill:
         files = saved_skill_files(name, description, functions)
         async with self.client.pipeline(transaction=True) as pipe:
-            pipe.set(SKILL_PREFIX + name, json.dumps(files))
-            pipe.sadd(NAMES_KEY, name)
+            pipe.set(self._skill_prefix + name, json.dumps(files))
+            pipe.sadd(self._names_key, name)
             await pipe.execute()
         return self._skill(name, files)
 
     async def remove(self, name: str) -> bool:
         async with self.client.pipeline(transaction=True) as pipe:
-            pipe.delete(SKILL_PREFIX + name)
-            pipe.srem(NAMES_KEY, name)
+            pipe.delete(self._skill_prefix + name)
+            pipe.srem(self._names_key, name)
             deleted, _ = await pipe.execute()
         return bool(deleted)
 

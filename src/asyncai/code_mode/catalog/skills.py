@@ -101,11 +101,12 @@ SKILL_FUNCTIONS: Final = {**READING, SAVE_SKILL.name: SAVE_SKILL}
 
 
 def offered(skills: SkillSet | None) -> dict[str, ToolDefinition]:
-    """The skill functions snippets get: reading them once there is a skill, saving where skills
-    can be saved."""
+    """The skill functions snippets get: reading them once there is a skill (or may be one: saved
+    by another process, or by a caller whose own skills the code mode does not list), saving where
+    skills can be saved."""
     if skills is None:
         return {}
-    functions = dict(READING) if skills.entries() or skills.shared else {}
+    functions = dict(READING) if skills.entries() or skills.shared or skills.per_caller else {}
     if skills.saving is not None:
         functions[SAVE_SKILL.name] = SAVE_SKILL
     return functions

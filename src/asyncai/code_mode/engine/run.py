@@ -358,7 +358,7 @@ async def finish_abandoned(scope: Repl, worker: Worker, snapshot: bytes) -> None
     it bound stays, as after any snippet that raised."""
     log_event("code_mode.pause_abandoned", pause=scope.paused_as)
     refusal = Approval(False, ABANDONED_REASON)
-    dispatcher = scope.setup.dispatcher(MutationGate("ask", _Refusing(refusal)), None)
+    dispatcher = scope.setup.dispatcher(MutationGate("ask", _Refusing(refusal)), None, scope.skills)
     loaded = await worker.load_snapshot(
         snapshot,
         external_lookup={HOST_CALL: dispatcher.call},

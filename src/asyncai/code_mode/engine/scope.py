@@ -26,6 +26,7 @@ from asyncai.code_mode.engine.variables import BoundVariable, KnownVariables
 from asyncai.code_mode.sandbox.interface import Worker
 from asyncai.code_mode.sandbox.workers import NoWorker
 from asyncai.log import log_event
+from asyncai.skills.skillset import SkillSet
 from asyncai.tools.types import ToolCallOutput, ToolDefinition, ToolSource
 
 
@@ -38,8 +39,11 @@ class ReplScope(ToolSource):
     whole run, so its owner does not release it between two of the run's snippets.
     """
 
-    def __init__(self, setup: ScopeSetup) -> None:
+    def __init__(self, setup: ScopeSetup, skills: SkillSet | None = None) -> None:
         self.setup = setup
+        self.skills = skills if skills is not None else setup.skills
+        """The skills its snippets read, load and save: the code mode's, or its caller's view of
+        them (``SkillSet.for_caller``)."""
         self.limits = setup.sandbox.limits
         self.known = KnownVariables()
         self.last_used = 0

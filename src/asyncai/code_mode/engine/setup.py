@@ -72,8 +72,10 @@ class ScopeSetup:
     def speculates(self, entry: CatalogEntry) -> bool:
         return may_speculate(entry, enabled=self.speculate, also=self.speculate_tools)
 
-    def dispatcher(self, gate: MutationGate, activity: Activity | None) -> SnippetDispatcher:
-        """The host side of one snippet's nested calls."""
+    def dispatcher(
+        self, gate: MutationGate, activity: Activity | None, skills: SkillSet | None
+    ) -> SnippetDispatcher:
+        """The host side of one snippet's nested calls; ``skills``: its REPL's."""
         return SnippetDispatcher(
             self.catalog,
             self.inner,
@@ -83,7 +85,7 @@ class ScopeSetup:
             activity=combined(self.activity, activity),
             shapes=self.shapes,
             tracing=self.tracing,
-            skills=self.skills,
+            skills=skills,
         )
 
     _stubs: tuple[int, str] | None = None
@@ -109,6 +111,8 @@ class Repl(Protocol):
     """What the stages of a snippet use of its REPL (``scope.ReplScope`` is the one there is)."""
 
     setup: ScopeSetup
+    skills: SkillSet | None
+    """The skills its snippets see (``ScopeSetup.skills``, or a caller's view of them)."""
     limits: CodeModeLimits
     known: KnownVariables
     worker: Worker | None

@@ -29,7 +29,7 @@ async def feed_skills(
     """Feed the skills ``scan`` loads; what each defined (or why it could not) is what its
     ``load_skill`` call returns (``dispatcher.loaded_skills``). What their files print goes to
     ``unread``: the snippet did not print it."""
-    skills = repl.setup.skills
+    skills = repl.skills
     if skills is None or scan.nodes is None:
         return
     calls = literal_calls_in(scan.nodes, repl.setup.catalog, lambda entry: entry.tool is LOAD_SKILL)

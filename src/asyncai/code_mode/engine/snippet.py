@@ -99,7 +99,7 @@ class SnippetRun:
         passed its checks, refused otherwise."""
         setup = scope.setup
         asking = None if pausing else approver or setup.approver
-        self.dispatcher = setup.dispatcher(MutationGate(setup.mutations, asking), activity)
+        self.dispatcher = setup.dispatcher(MutationGate(setup.mutations, asking), activity, scope.skills)
         self.runner = Runner(scope, self.dispatcher, PrintCapture(self.limits.max_print_bytes))
         if streamed:
             self.dispatcher.mutations_held = self._release
