@@ -86,9 +86,18 @@ def test_import_loads_no_heavy_dependency() -> None:
     assert loaded.stdout.strip() == "[]"
 
 
-def test_the_version_is_the_one_pyproject_declares() -> None:
+def test_the_version_is_kept_in_one_place_and_printed() -> None:
+    """pyproject.toml takes it from ``asyncai/version.py``; the installed metadata and ``asyncai
+    --version`` say the same."""
+    import importlib.metadata
     import tomllib
     from pathlib import Path
 
-    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
-    assert asyncai.__version__ == project["version"]
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert "version" not in pyproject["project"] and pyproject["project"]["dynamic"] == ["version"]
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "asyncai.version.__version__"}
+    assert importlib.metadata.version("asyncai") == asyncai.__version__
+    printed = subprocess.run(
+        [str(Path(sys.executable).with_name("asyncai")), "--version"], capture_output=True, text=True
+    )
+    assert (printed.returncode, printed.stdout) == (0, f"asyncai {asyncai.__version__}\n")

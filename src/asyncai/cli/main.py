@@ -32,6 +32,7 @@ from asyncai.cli.parsing import (
     suppress_defaults,
 )
 from asyncai.cli.settings import Settings, UsageError, resolve
+from asyncai.version import __version__
 from asyncai.wording import use_flags
 
 Command = Callable[[Settings], Awaitable[int]]
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="asyncai",
         description="An agent whose model drives MCP tools by writing Python that runs in the Monty sandbox.",
     )
+    parser.add_argument("--version", action="version", version=f"asyncai {__version__}")
     agent_command.add_arguments(parser)
     subparsers = parser.add_subparsers(
         dest="command", metavar="{tools,run-code,sessions,skills,serve-mcp,mcp}", action=MergingSubParsers

@@ -146,3 +146,29 @@ def test_config_errors_are_one_line(tmp_path: Path) -> None:
     latin1.write_bytes('{"mcpServers": {"caf\xe9": {"command": "x"}}}'.encode("latin-1"))
     with pytest.raises(ConfigError, match="not UTF-8 text"):
         specs_from_config(latin1)
+
+
+def test_the_bundled_servers_are_the_scripts_beside_the_running_python() -> None:
+    """Every bundled server is a script of ``[project.scripts]``, launched from beside the Python
+    that runs (ahead of PATH); another command is launched as written."""
+    import sys
+    import tomllib
+
+    from asyncai.tools.mcp.specs import BUNDLED_SERVERS, launch_command
+
+    scripts = tomllib.loads((Path(__file__).parents[3] / "pyproject.toml").read_text())["project"]["scripts"]
+    assert set(scripts) - {"asyncai"} == BUNDLED_SERVERS
+    for name in BUNDLED_SERVERS:
+        assert launch_command(name) == str(Path(sys.executable).with_name(name))
+    assert launch_command("npx") == "npx"
+
+
+def test_a_bundled_server_starts_without_its_environment_on_path() -> None:
+    """As in a service unit or a client's MCP config: the venv's ``asyncai`` by its full path, a
+    PATH that does not hold the venv (issue 49)."""
+    from tests.cli.conftest import asyncai
+
+    assert not (Path("/usr/bin") / "asyncai-mcp-simple").exists()
+    listed = asyncai("tools", "--mcp-stdio", "asyncai-mcp-simple", env={"PATH": "/usr/bin:/bin"})
+    assert listed.status == 0 and "http_get" in listed.stdout, listed.stderr
+    assert "server asyncai-mcp-simple: 1 tool" in listed.stdout, listed.stdout

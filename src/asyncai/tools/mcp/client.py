@@ -46,7 +46,14 @@ from asyncai.tools.mcp.environment import server_environment
 from asyncai.tools.mcp.oauth import SIGN_IN_MODES, SignIn, SignInMode, sign_in_failure
 from asyncai.tools.mcp.results import call_output, tool_definition
 from asyncai.tools.mcp.server_requests import ServerRequests
-from asyncai.tools.mcp.specs import HttpServerSpec, ServerSpec, StdioServerSpec, server_specs, unique_names
+from asyncai.tools.mcp.specs import (
+    HttpServerSpec,
+    ServerSpec,
+    StdioServerSpec,
+    launch_command,
+    server_specs,
+    unique_names,
+)
 from asyncai.tools.mcp.stderr_pump import StderrPump
 from asyncai.tools.routing import RoutedTools
 from asyncai.tools.types import (
@@ -267,12 +274,13 @@ class McpConnection(ToolSource):
             # environment, minus asyncai's own secrets unless the server's config names them.
             env = server_environment(os.environ, spec.env, self.secrets)
             # A stray byte that is not UTF-8 must not wedge the connection (strict decoding does).
+            command = launch_command(spec.command)
             params = StdioServerParameters(
-                command=spec.command, args=list(spec.args), env=env, encoding_error_handler="replace"
+                command=command, args=list(spec.args), env=env, encoding_error_handler="replace"
             )
             # A server started early is used only if it is what the SDK would start now.
             spawned_env = get_default_environment() | env
-            early = self._early.take([spec.command, *spec.args], spawned_env) if self._early else None
+            early = self._early.take([command, *spec.args], spawned_env) if self._early else None
             self._stderr = early.stderr if early is not None else StderrPump(self.name)
             adopt = stdio_patch.adopting(early.process) if early is not None else contextlib.nullcontext()
             with adopt:

@@ -21,7 +21,7 @@ import anyio
 from anyio.abc import Process
 
 from asyncai.tools.mcp.environment import server_environment
-from asyncai.tools.mcp.specs import ServerSpec, StdioServerSpec
+from asyncai.tools.mcp.specs import ServerSpec, StdioServerSpec, launch_command
 from asyncai.tools.mcp.stderr_pump import StderrPump
 
 _STOP_TIMEOUT = 2.0
@@ -51,7 +51,7 @@ class EarlyServers:
         for spec in specs:
             if not isinstance(spec, StdioServerSpec):
                 continue
-            argv = (spec.command, *spec.args)
+            argv = (launch_command(spec.command), *spec.args)
             env = server_environment(os.environ, spec.env, kept)
             stderr = StderrPump(spec.name)
             try:

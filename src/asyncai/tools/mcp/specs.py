@@ -9,6 +9,7 @@ import logging
 import os
 import re
 import shlex
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,6 +184,23 @@ def _name_from_command(argv: list[str]) -> str:
             continue  # options, launchers and the FOO=1 of ``env FOO=1 server``
         return base.removesuffix(".py").removesuffix(".js") or "server"
     return os.path.basename(argv[0]) or "server"
+
+
+BUNDLED_SERVERS = frozenset(
+    {"asyncai-mcp-simple", "socialweb-computer-kcp-readonly", "socialweb-computer-kcp-readwrite"}
+)
+"""The MCP servers asyncai installs beside its own command (``[project.scripts]``)."""
+
+
+def launch_command(command: str) -> str:
+    """The program to start for ``command``: a bundled server is the script beside the running
+    Python (its environment's ``bin``), found ahead of ``PATH`` and without it (a service unit, a
+    client's MCP config); any other command as given."""
+    if command in BUNDLED_SERVERS:
+        beside = Path(sys.executable).with_name(command)
+        if beside.is_file():
+            return str(beside)
+    return command
 
 
 def stdio_spec(command_line: str, name: str | None = None) -> StdioServerSpec:
