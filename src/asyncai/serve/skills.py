@@ -84,15 +84,29 @@ class ServedSkills:
         await self._skills(ctx).refresh()
         return self.served(ctx)
 
+    async def serving(self, ctx: ServerRequestContext[Any, Any], uri: str) -> tuple[str, Found] | None:
+        """The served skill whose root ``uri`` is or lies under, with that root; the skills are
+        listed again only when none is (one saved since), not on every read."""
+        skills = self._skills(ctx)
+        await skills.ensure_loaded()
+        for listed_again in (False, True):
+            if listed_again:
+                await skills.refresh()
+            for root, found in self.served(ctx).items():
+                if uri == root or uri.startswith(f"{root}/"):
+                    return root, found
+        return None
+
     async def list(self, ctx: ServerRequestContext[Any, Any], params: ListSkillsParams) -> dict[str, Any]:
         entries = [entry(root, found.skill) for root, found in (await self.current(ctx)).items()]
         return {"skills": entries, "ttlMs": TTL_MS, "cacheScope": "private"}
 
     async def get(self, ctx: ServerRequestContext[Any, Any], params: GetSkillParams) -> dict[str, Any]:
-        found = (await self.current(ctx)).get(params.uri.removesuffix(f"/{SKILL_FILE}"))
-        if found is None or not params.uri.endswith(f"/{SKILL_FILE}"):
-            raise MCPError(mt.INVALID_PARAMS, f"no skill at {params.uri}")
         root = params.uri.removesuffix(f"/{SKILL_FILE}")
+        hit = await self.serving(ctx, root)
+        if hit is None or hit[0] != root or not params.uri.endswith(f"/{SKILL_FILE}"):
+            raise MCPError(mt.INVALID_PARAMS, f"no skill at {params.uri}")
+        found = hit[1]
         return {"skill": entry(root, found.skill), "ttlMs": TTL_MS, "cacheScope": "private"}
 
     async def list_resources(
@@ -115,32 +129,33 @@ class ServedSkills:
         self, ctx: ServerRequestContext[Any, Any], params: mt.ReadResourceRequestParams
     ) -> mt.ReadResourceResult:
         uri = str(params.uri)
-        for root, found in (await self.current(ctx)).items():
-            if uri.startswith(f"{root}/"):
-                try:
-                    data = await found.source.read(found.skill, uri[len(root) + 1 :])
-                except SkillError as exc:
-                    raise MCPError(mt.INVALID_PARAMS, str(exc)) from None
-                return mt.ReadResourceResult(contents=[_contents(uri, data)])
-        raise MCPError(mt.INVALID_PARAMS, f"no resource {uri}")
+        hit = await self.serving(ctx, uri)
+        if hit is None or hit[0] == uri:
+            raise MCPError(mt.INVALID_PARAMS, f"no resource {uri}")
+        root, found = hit
+        try:
+            data = await found.source.read(found.skill, uri[len(root) + 1 :])
+        except SkillError as exc:
+            raise MCPError(mt.INVALID_PARAMS, str(exc)) from None
+        return mt.ReadResourceResult(contents=[_contents(uri, data)])
 
     async def read_directory(
         self, ctx: ServerRequestContext[Any, Any], params: ReadDirectoryParams
     ) -> dict[str, Any]:
         """SEP-2640's ``resources/directory/read``: a skill directory's direct children, one page."""
         uri = params.uri.rstrip("/")
-        for root, found in (await self.current(ctx)).items():
-            if uri == root or uri.startswith(f"{root}/"):
-                directory = uri[len(root) + 1 :]
-                children = directory_children([f.path for f in found.skill.files], directory)
-                if children is None:
-                    break
-                resources = [
-                    {"uri": f"{uri}/{name}", "name": name, **({"mimeType": DIRECTORY_MIME} if is_dir else {})}
-                    for name, is_dir in children
-                ]
-                return {"resources": resources}
-        raise MCPError(mt.INVALID_PARAMS, f"not a skill directory: {params.uri}")
+        hit = await self.serving(ctx, uri)
+        children = None
+        if hit is not None:
+            root, found = hit
+            children = directory_children([f.path for f in found.skill.files], uri[len(root) + 1 :])
+        if children is None:
+            raise MCPError(mt.INVALID_PARAMS, f"not a skill directory: {params.uri}")
+        resources = [
+            {"uri": f"{uri}/{name}", "name": name, **({"mimeType": DIRECTORY_MIME} if is_dir else {})}
+            for name, is_dir in children
+        ]
+        return {"resources": resources}
 
 
 def entry(root: str, skill: Skill) -> dict[str, Any]:

@@ -111,20 +111,19 @@ class SkillSet:
         once the skill's ``SKILL.md`` was (SEP-2640: a skill whose SKILL.md fails verification is
         not loaded, so none of its files is used)."""
         found = await self.current(name)
-        if path != SKILL_FILE:
-            await self._verify(found)
-        data = await found.source.read(found.skill, path)
-        if path == SKILL_FILE:
-            self._verified.add(_identity(found.skill))
+        data = await self._read(found, path)
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             raise SkillError(f"skill {name!r}: {path} is not UTF-8 text ({len(data):,} bytes)") from None
 
-    async def _verify(self, found: Found) -> None:
-        if _identity(found.skill) not in self._verified:
-            await found.source.read(found.skill, SKILL_FILE)
+    async def _read(self, found: Found, path: str) -> bytes:
+        if path != SKILL_FILE and _identity(found.skill) not in self._verified:
+            await self._read(found, SKILL_FILE)
+        data = await found.source.read(found.skill, path)
+        if path == SKILL_FILE:
             self._verified.add(_identity(found.skill))
+        return data
 
     async def instructions(self, name: str) -> str:
         """The ``SKILL.md`` body: its instructions, without the frontmatter."""

@@ -39,11 +39,10 @@ class RedisSkills:
     def __init__(self, client: Any, origin: str = "saved", caller: str | None = None) -> None:
         self.client = client
         self.origin = origin
-        self.caller = caller
-        """Whose saved skills these are (``None``: every caller's, shared)."""
-        prefix = "asyncai:" if caller is None else f"asyncai:caller:{caller_key(caller)}:"
-        self._names_key = prefix + NAMES_KEY.removeprefix("asyncai:")
-        self._skill_prefix = prefix + SKILL_PREFIX.removeprefix("asyncai:")
+        # ``caller``: whose saved skills these are (``None``: every caller's, shared).
+        own = None if caller is None else f"asyncai:caller:{caller_key(caller)}:"
+        self._names_key = NAMES_KEY if own is None else f"{own}skills"
+        self._skill_prefix = SKILL_PREFIX if own is None else f"{own}skill:"
 
     def for_caller(self, caller: str) -> RedisSkills:
         return RedisSkills(self.client, self.origin, caller)
