@@ -9,12 +9,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from asyncai import wording
 from asyncai.activity import Activity, NestedCall
 from asyncai.approvals.gate import Approval, ApprovalRequest, MutationGate
 from asyncai.code_mode.catalog.entries import OS_DENIED, build_catalog
+from asyncai.code_mode.catalog.host_functions import SEARCH_TOOLS
 from asyncai.code_mode.catalog.search import ToolFinder
+from asyncai.code_mode.catalog.skills import SKILL_FILE_FUNCTION
+from asyncai.code_mode.catalog.stubs import render_signature
 from asyncai.code_mode.engine.clock import WallClock
 from asyncai.code_mode.engine.dispatch import (
     BUDGET_GRACE_SECONDS,
@@ -385,3 +390,42 @@ def test_mutating_calls_are_listed_even_beyond_the_cap() -> None:
 def test_the_report_of_a_call_with_bytes_arguments() -> None:
     call = NestedCall("upload", {"data": b"\x00"}, mutating=True, function="upload", answered=True)
     assert (calls_report([call]) or "").startswith("Nested calls this snippet started")
+
+
+_SHAPES = [
+    ToolDefinition(
+        "get", "", {"type": "object", "properties": {"name": {}, "page": {}}, "required": ["name"]}
+    ),
+    SKILL_FILE_FUNCTION,  # asyncai's own: its first argument by position too (issue 48, item 2)
+    SEARCH_TOOLS,
+]
+_SHAPES_CATALOG = build_catalog(_SHAPES[:1], skills={SKILL_FILE_FUNCTION.name: SKILL_FILE_FUNCTION})
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    tool=st.sampled_from(_SHAPES),
+    positional=st.lists(st.text(max_size=3), max_size=3),
+    keywords=st.sets(st.sampled_from(["name", "page", "path", "query", "limit", "bogus"])),
+)
+def test_the_hosts_check_binds_a_call_as_python_binds_its_stub(
+    tool: ToolDefinition, positional: list[str], keywords: set[str]
+) -> None:
+    """A call is refused by the host exactly when Python refuses it against the stub the model
+    sees, and an accepted call's arguments are the ones Python would bind."""
+    entry = _SHAPES_CATALOG[tool.name]
+    namespace: dict[str, Any] = {"Any": Any}
+    exec(render_signature(tool.name, tool).replace(" -> Any: ...", ":\n    return locals()"), namespace)
+    kwargs = {name: f"<{name}>" for name in keywords}
+    try:
+        bound = namespace[tool.name](*positional, **kwargs)
+    except TypeError:
+        bound = None
+    if bound is not None:
+        bound = asyncio.run(bound)
+    try:
+        arguments = validate_arguments(tool.name, entry, tuple(positional), kwargs)
+    except TypeError:
+        arguments = None
+    expected = None if bound is None else {entry.parameters[k]: v for k, v in bound.items() if v is not None}
+    assert arguments == expected
