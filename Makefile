@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Third-party MCP servers from the npm registry that the tests run against (pinned in package-lock.json).
 NPM_SERVERS := tests/third_party/node_modules/.installed
 
-.PHONY: demo test lint bench fuzz clean
+.PHONY: demo test lint docs bench fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,11 +23,15 @@ demo: $(STAMP)
 	$(VENV)/bin/python -m tests.kcp.demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks evals
-	$(VENV)/bin/ruff format --check src tests benchmarks evals
+	$(VENV)/bin/ruff check src tests benchmarks evals docs
+	$(VENV)/bin/ruff format --check src tests benchmarks evals docs
 	$(VENV)/bin/mypy
 
-test: lint $(NPM_SERVERS)
+# The documentation site (mkdocs.yml, docs/), strictly: a broken link, anchor or reference fails.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+test: lint docs $(NPM_SERVERS)
 	$(VENV)/bin/pytest -q -n 2
 
 # The differential harness for longer: FUZZ_EXAMPLES generated programs through every door, each
@@ -83,4 +87,4 @@ eval: $(EVAL_STAMP) $(NPM_SERVERS)
 	$(VENV)/bin/python -m evals.run $(EVAL_ARGS)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache tests/third_party/node_modules
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache site tests/third_party/node_modules

@@ -1,0 +1,71 @@
+"""The command-line reference of the documentation site, written from the argument parser itself
+(``docs/hooks.py`` renders it at build time), so the page cannot drift from what the CLI takes."""
+
+from __future__ import annotations
+
+import argparse
+
+from asyncai.cli.parsing import known_keys, subcommands
+from asyncai.cli.settings import COMMAND_LINE_ONLY, DEFAULT_CONFIG, ENV_NAMES
+
+
+def _help(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
+    text = parser._get_formatter()._expand_help(action) if action.help else ""
+    return " ".join(text.split()).replace("|", "\\|").replace("`", "\\`")
+
+
+def _spelling(action: argparse.Action) -> str:
+    names = ", ".join(f"`{name}`" for name in action.option_strings) or f"`{action.metavar or action.dest}`"
+    if action.option_strings and action.nargs != 0:
+        choices = "{" + ",".join(map(str, action.choices)) + "}" if action.choices else None
+        metavar = action.metavar or choices or action.dest.upper()
+        names += f" `{metavar if isinstance(metavar, str) else ' '.join(metavar)}`"
+    return names
+
+
+def _command(name: str, parser: argparse.ArgumentParser, level: str) -> list[str]:
+    usage = " ".join(parser.format_usage().split()).removeprefix("usage: ")
+    lines = [f"{level} `{name}`", "", parser.description or "", "", "```text", usage, "```", ""]
+    rows = [
+        f"| {_spelling(action)} | {_help(parser, action)} |"
+        for action in parser._actions
+        if not isinstance(action, argparse._SubParsersAction) and action.help != argparse.SUPPRESS
+    ]
+    if rows:
+        lines += ["| option | what it does |", "|---|---|", *rows, ""]
+    return lines
+
+
+def cli_reference(parser: argparse.ArgumentParser) -> str:
+    """Markdown: every command and option ``parser`` (``build_parser()``) takes, and the keys a
+    config file and the environment may set."""
+    lines = [
+        "# Command line",
+        "",
+        "Every command and option, written from the argument parser when the site is built. "
+        "Options given before a subcommand apply to it too.",
+        "",
+        *_command("asyncai", parser, "##"),
+    ]
+    for name, subparser in subcommands(parser).items():
+        lines += _command(f"asyncai {name}", subparser, "##")
+        for inner, nested in subcommands(subparser).items():
+            lines += _command(f"asyncai {name} {inner}", nested, "###")
+    keys = sorted(key for key in known_keys(parser) if key not in COMMAND_LINE_ONLY and key != "config")
+    lines += [
+        "## Config file and environment",
+        "",
+        f"Flags win over the environment, and the environment over the config file, `{DEFAULT_CONFIG}` "
+        "unless `--config` names another (TOML; a key is an option's name, `code-timeout` or "
+        "`code_timeout`; an unknown key is a warning). `~` is expanded in paths. The options that "
+        f"choose what one run does ({', '.join(sorted({f'`{o}`' for o in COMMAND_LINE_ONLY.values()}))}) "
+        "are for the command line only.",
+        "",
+        "| environment variable | option |",
+        "|---|---|",
+        *(f"| `{env}` | `--{key.replace('_', '-')}` |" for key, env in ENV_NAMES.items()),
+        "",
+        "Config file keys: " + ", ".join(f"`{key.replace('_', '-')}`" for key in keys) + ".",
+        "",
+    ]
+    return "\n".join(lines)
