@@ -36,7 +36,7 @@ _LINK = re.compile(r"\[([^\]]*)\]\(([^)\s#]+)(#[^)\s]*)?\)")
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
     """A link to a repository file that the site copies goes to its page; a link to any other file
     outside ``docs/`` (source, tests) becomes its text: the site carries no source, and
-    ``tests/test_docs.py`` checks those links in the repository."""
+    ``tests/docs/test_design_names.py`` checks those links in the repository."""
     docs = Path(config["docs_dir"]).resolve()
     page_dir = (docs / page.file.src_uri).parent
     copied = {source.resolve(): uri for uri, source in COPIED.items()}

@@ -26,7 +26,7 @@ from asyncai.cli.parsing import check_argv, subcommands
 from asyncai.cli.reference import cli_reference
 from tests.kcp.demo import QUESTIONS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PAGES = sorted([ROOT / "README.md", *DOCS.rglob("*.md")])
 LANGUAGES = {"python", "sh", "json", "text", "toml"}

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DESIGN = ROOT / "docs" / "design.md"
 SRC = ROOT / "src" / "asyncai"
 TESTS = ROOT / "tests"
