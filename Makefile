@@ -27,11 +27,18 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests benchmarks evals docs
 	$(VENV)/bin/mypy
 
+# asyncai's dependencies as wheels from the package index, for the packaging test's fresh install.
+WHEELHOUSE := $(VENV)/wheelhouse/.downloaded
+
+$(WHEELHOUSE): pyproject.toml $(STAMP)
+	$(VENV)/bin/python -m tests.packaging.wheelhouse $(VENV)/wheelhouse
+	touch $(WHEELHOUSE)
+
 # The documentation site (mkdocs.yml, docs/), strictly: a broken link, anchor or reference fails.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
-test: lint docs $(NPM_SERVERS)
+test: lint docs $(NPM_SERVERS) $(WHEELHOUSE)
 	$(VENV)/bin/pytest -q -n 2
 
 # The differential harness for longer: FUZZ_EXAMPLES generated programs through every door, each
