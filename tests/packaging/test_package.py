@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from packaging.requirements import Requirement
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from packaging.requirements import Requirement
 
 from asyncai.version import __version__
 from tests.packaging.wheelhouse import WHEELHOUSE, dependencies
