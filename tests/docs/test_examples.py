@@ -39,6 +39,8 @@ class Block:
     line: int
     language: str
     code: str
+    mark: str = ""
+    """The line before the fence when it is an HTML comment (``<!-- journey -->``)."""
 
     def __str__(self) -> str:
         return f"{self.page.relative_to(ROOT)}:{self.line}"
@@ -47,17 +49,19 @@ class Block:
 def blocks(page: Path) -> list[Block]:
     """The fenced blocks of ``page``, each without the indentation its fence has."""
     found: list[Block] = []
-    opened: tuple[int, str] | None = None
-    indent, body = "", list[str]()
+    opened: tuple[int, str, str] | None = None
+    indent, body, previous = "", list[str](), ""
     for number, line in enumerate(page.read_text().splitlines(), 1):
         fence = re.match(r"^(\s*)```(\S*)\s*$", line)
         if opened is None and fence:
-            opened, indent, body = (number, fence[2]), fence[1], []
+            mark = previous.strip() if previous.strip().startswith("<!--") else ""
+            opened, indent, body = (number, fence[2], mark), fence[1], []
         elif opened is not None and fence and fence[1] == indent and not fence[2]:
-            found.append(Block(page, opened[0], opened[1], "\n".join(body) + "\n"))
+            found.append(Block(page, opened[0], opened[1], "\n".join(body) + "\n", opened[2]))
             opened = None
         elif opened is not None:
             body.append(line.removeprefix(indent))
+        previous = line
     assert opened is None, f"{page}:{opened}: a fence is never closed"
     return found
 

@@ -81,13 +81,14 @@ def server_instructions(request: dict[str, Any]) -> str | None:
     return found[-1] if found else None
 
 
-def run_code_results(request: dict[str, Any]) -> list[dict[str, Any]]:
-    """The ``tool_result`` blocks a request sends for its earlier ``run_code`` calls, in order."""
+def run_code_results(request: dict[str, Any], name: str = RUN_CODE_TOOL) -> list[dict[str, Any]]:
+    """The ``tool_result`` blocks a request sends for its earlier ``run_code`` calls (the tool
+    ``name``), in order."""
     calls: list[str] = []
     results: dict[str, dict[str, Any]] = {}
     for message in request["messages"]:
         for block in message["content"] if isinstance(message["content"], list) else []:
-            if block.get("type") == "tool_use" and block["name"] == RUN_CODE_TOOL:
+            if block.get("type") == "tool_use" and block["name"] == name:
                 calls.append(block["id"])
             elif block.get("type") == "tool_result":
                 results[block["tool_use_id"]] = block
