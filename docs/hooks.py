@@ -2,6 +2,7 @@
 they cannot drift from what they describe.
 
 - ``reference/cli.md``: every command and option, from the argument parser;
+- ``reference/log-events.md``: every log event, from the ``log_event`` calls in the source;
 - ``changelog.md``: ``CHANGELOG.md``;
 - ``explanation/results/*``: the benchmark and eval reports and their charts, as ``make bench``
   and ``make eval`` write them under ``benchmarks/``.
@@ -9,6 +10,7 @@ they cannot drift from what they describe.
 
 from __future__ import annotations
 
+import ast
 import posixpath
 import re
 from pathlib import Path
@@ -56,8 +58,51 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
     return _LINK.sub(rewrite, markdown)
 
 
+def _level(call: ast.Call) -> str:
+    keyword = next((k.value for k in call.keywords if k.arg == "level"), None)
+    given = call.args[1] if len(call.args) > 1 else keyword
+    return given.attr.lower() if isinstance(given, ast.Attribute) else "info"
+
+
+def log_events() -> str:
+    """Markdown: each event name a ``log_event`` call in ``src/asyncai`` writes, with its level and
+    the fields it carries, and the modules that write it."""
+    found: dict[str, tuple[set[str], set[str], set[str]]] = {}
+    source = ROOT / "src"
+    for path in sorted((source / "asyncai").rglob("*.py")):
+        module = ".".join(path.relative_to(source).with_suffix("").parts)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+                continue
+            if node.func.id == "log_event" and node.args and isinstance(event := node.args[0], ast.Constant):
+                levels, fields, modules = found.setdefault(str(event.value), (set(), set(), set()))
+                levels.add(_level(node))
+                fields.update(k.arg for k in node.keywords if k.arg not in (None, "level"))
+                modules.add(module.removesuffix(".__init__"))
+    rows = [
+        f"| `{event}` | {', '.join(sorted(levels))} | {', '.join(f'`{f}`' for f in sorted(fields))} | "
+        f"{', '.join(f'`{m}`' for m in sorted(modules))} |"
+        for event, (levels, fields, modules) in sorted(found.items())
+    ]
+    return "\n".join(
+        [
+            "# Log events",
+            "",
+            "Every event asyncai logs, written from the source when the site is built: each is one NDJSON "
+            'line on stderr (`{"ts", "level", "event", ...}` and the fields below). Without `--verbose` only '
+            "warnings and errors are written ([Exit status, signals and logs](exit-status-and-logs.md)).",
+            "",
+            "| event | level | fields | written by |",
+            "|---|---|---|---|",
+            *rows,
+            "",
+        ]
+    )
+
+
 def on_files(files: Files, config: Any) -> Files:
     files.append(File.generated(config, "reference/cli.md", content=cli_reference(build_parser())))
+    files.append(File.generated(config, "reference/log-events.md", content=log_events()))
     for uri, source in COPIED.items():
         files.append(File.generated(config, uri, abs_src_path=str(source)))
     return files

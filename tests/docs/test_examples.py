@@ -23,7 +23,8 @@ import pytest
 
 from asyncai.cli.main import build_parser
 from asyncai.cli.parsing import check_argv, subcommands
-from asyncai.cli.reference import cli_reference
+from asyncai.cli.reference import ENVIRONMENT, cli_reference
+from asyncai.cli.settings import ENV_NAMES
 from tests.kcp.demo import QUESTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -247,3 +248,23 @@ def test_the_readmes_links_lead_somewhere() -> None:
     targets = re.findall(r"\]\(([^)\s#]+)", (ROOT / "README.md").read_text())
     missing = [target for target in targets if "://" not in target and not (ROOT / target).exists()]
     assert targets and not missing, missing
+
+
+ENVIRONMENT_READ = re.compile(
+    r'environ(?:\.get)?[\[(]"([A-Z][A-Z0-9_]+)"|_ENV = "([A-Z][A-Z0-9_]+)"|"((?:OTEL|ASYNCAI|OPENAI)_[A-Z0-9_]+)"'
+)
+
+
+def test_the_reference_names_every_environment_variable_asyncai_reads() -> None:
+    read = {
+        name
+        for path in (ROOT / "src" / "asyncai").rglob("*.py")
+        for match in ENVIRONMENT_READ.finditer(path.read_text())
+        for name in match.groups()
+        if name
+    }
+    read |= set(ENV_NAMES.values())
+    assert {"OPENAI_API_KEY", "XDG_STATE_HOME", "ASYNCAI_MCP_TOKEN"} <= read  # the scan finds them
+    assert read - {"HOME", "PATH"} - set(ENVIRONMENT) == set()
+    reference = cli_reference(build_parser())
+    assert all(f"`{name}`" in reference for name in ENVIRONMENT)

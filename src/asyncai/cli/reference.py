@@ -6,7 +6,30 @@ from __future__ import annotations
 import argparse
 
 from asyncai.cli.parsing import known_keys, subcommands
-from asyncai.cli.settings import COMMAND_LINE_ONLY, DEFAULT_CONFIG, ENV_NAMES
+from asyncai.cli.settings import COMMAND_LINE_ONLY, DEFAULT_CONFIG
+
+ENVIRONMENT = {
+    "OPENAI_BASE_URL": "the model server's OpenAI-compatible API root (`--base-url`)",
+    "OPENAI_API_KEY": "the model server's API key (`--api-key`); never passed to MCP servers",
+    "ASYNCAI_MODEL": "the model's name (`--model`)",
+    "ASYNCAI_MCP_TOKEN": "a bearer token `serve-mcp --http` accepts, beside `--token-file`'s",
+    "ASYNCAI_KUBECTL": "the bundled kcp servers' kubectl (else `kubectl` on `PATH`)",
+    "ASYNCAI_KCP_KUBECONFIGS": "the bundled kcp servers' kubeconfigs, `:`-separated",
+    "XDG_STATE_HOME": "where REPL state (`scopes/`), sign-in tokens (`oauth/`) and the chat's history "
+    "are kept, under `asyncai/` (else `~/.local/state`)",
+    "XDG_DATA_HOME": "where the skills the agent saves go: `asyncai/skills` (else `~/.local/share`)",
+    "CLAUDE_CONFIG_DIR": "Claude Code's directory, where sessions are kept and skills read "
+    "(else `~/.claude`)",
+    "BROWSER": "the browser a sign-in opens (Python's `webbrowser`); set, it also lets a "
+    "non-interactive run sign in",
+    "OTEL_EXPORTER_OTLP_ENDPOINT": "send traces over OTLP/HTTP here (as `--otlp`)",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "the traces endpoint itself",
+    "OTEL_EXPORTER_OTLP_TIMEOUT": "the exporter's timeout",
+    "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "the traces exporter's timeout",
+    "OTEL_SERVICE_NAME": "the traces' `service.name` (else `asyncai`)",
+    "OTEL_RESOURCE_ATTRIBUTES": "more resource attributes of the traces",
+}
+"""Every environment variable asyncai reads, and what for (a test keeps it complete)."""
 
 
 def _help(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
@@ -61,9 +84,9 @@ def cli_reference(parser: argparse.ArgumentParser) -> str:
         f"choose what one run does ({', '.join(sorted({f'`{o}`' for o in COMMAND_LINE_ONLY.values()}))}) "
         "are for the command line only.",
         "",
-        "| environment variable | option |",
+        "| environment variable | what it sets |",
         "|---|---|",
-        *(f"| `{env}` | `--{key.replace('_', '-')}` |" for key, env in ENV_NAMES.items()),
+        *(f"| `{name}` | {what} |" for name, what in ENVIRONMENT.items()),
         "",
         "Config file keys: " + ", ".join(f"`{key.replace('_', '-')}`" for key in keys) + ".",
         "",
