@@ -29,6 +29,7 @@ COPIED = {
     "explanation/results/eval-rules.md": ROOT / "benchmarks" / "EVAL-RULES.md",
     "explanation/results/eval-run-9.md": ROOT / "benchmarks" / "EVAL-run-9.md",
     "explanation/results/eval-run-10.md": ROOT / "benchmarks" / "EVAL-run-10.md",
+    "explanation/results/eval-run-11.md": ROOT / "benchmarks" / "EVAL-run-11.md",
     "explanation/results/eval.png": ROOT / "benchmarks" / "eval.png",
 }
 

@@ -179,7 +179,7 @@ async def test_git_tools_without_schemas_give_text(git_repo: Path) -> None:
 async def test_everything_resources_from_a_snippet(everything: CodeMode) -> None:
     description = everything.tools()[0].description
     assert "# MCP resources, offered by: everything" in description
-    assert "async def read_resource(uri: str) -> dict[str, Any]:" in description
+    assert "async def read_resource(*, uri: str) -> dict[str, Any]:" in description
     output = await _run(
         everything,
         "listed = await list_resources()\n"

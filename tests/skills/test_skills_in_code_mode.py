@@ -54,7 +54,7 @@ def test_the_model_lists_reads_and_loads_a_skill_that_calls_a_real_tool(tmp_path
     assert result.status == 0, result.stderr
     description = model.requests[0]["tools"][0]["function"]["description"]
     assert "- utc-clock: Tell the hour in UTC from the time server." in description
-    assert "async def load_skill(name: str) -> list[str]:" in description
+    assert "async def load_skill(*, name: str) -> list[str]:" in description
     listed, read, used = tool_results(model.requests[-1])
     assert json.loads(listed) == [
         {

@@ -396,7 +396,7 @@ _SHAPES = [
     ToolDefinition(
         "get", "", {"type": "object", "properties": {"name": {}, "page": {}}, "required": ["name"]}
     ),
-    SKILL_FILE_FUNCTION,  # asyncai's own: its first argument by position too (issue 48, item 2)
+    SKILL_FILE_FUNCTION,
     SEARCH_TOOLS,
 ]
 _SHAPES_CATALOG = build_catalog(_SHAPES[:1], skills={SKILL_FILE_FUNCTION.name: SKILL_FILE_FUNCTION})

@@ -97,7 +97,7 @@ _SHORT_INDEX: Final = """\
 {total} functions, {listed}: find the others with await search_tools(query="what it does") (a list \
 of {{"name", "summary", "signature"}}, best first), then call them by name."""
 _SHORT_INDEX_ALL: Final = "{total} functions (describe_tool gives their types):"
-_OWN_FUNCTIONS: Final = "asyncai's own functions (awaited; the first argument may be positional):"
+_OWN_FUNCTIONS: Final = "asyncai's own functions (keyword arguments, awaited):"
 
 _CLIENT_INSTRUCTIONS: Final = """\
 run_code runs a Python program in a sandbox (Monty, a subset of Python 3) whose only way out is \

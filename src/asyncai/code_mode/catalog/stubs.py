@@ -614,9 +614,8 @@ def inline_local_refs(schema: Any) -> Any:
 def _signature(
     tool: ToolDefinition, where: _Where | None = None
 ) -> tuple[dict[str, str], dict[str, tuple[Any, bool]], str]:
-    """(Python name -> property, property -> (schema, required), ``*, a: str, b: int | None = None``,
-    the first ``tool.positional`` parameters before the ``*``); with ``where``, nested objects are
-    TypedDicts declared there."""
+    """(Python name -> property, property -> (schema, required), ``*, a: str, b: int | None = None``);
+    with ``where``, nested objects are TypedDicts declared there."""
     py_params = parameter_names(tool)
     input_schema = inline_local_refs(tool.input_schema)
     props = {name: (sub, req) for name, sub, req in _ordered_properties(input_schema)}
@@ -624,10 +623,7 @@ def _signature(
         _parameter(py, *props[prop], where.parameter(prop) if where is not None else None)
         for py, prop in py_params.items()
     ]
-    if not params:
-        return py_params, props, ""
-    leading, named = params[: tool.positional], params[tool.positional :]
-    return py_params, props, ", ".join([*leading, *(["*", *named] if named else [])])
+    return py_params, props, f"*, {', '.join(params)}" if params else ""
 
 
 def render_signature(py_name: str, tool: ToolDefinition, types: StubTypes | None = None) -> str:
