@@ -8,6 +8,7 @@ that records afresh; otherwise the attempt must end with the recorded reply and 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +61,21 @@ def test_a_replayed_request_may_differ_only_in_the_times_of_the_worlds_files() -
     assert timeless("the year 2026, at 09:46") == "the year 2026, at 09:46"
 
 
+@pytest.fixture(scope="module")
+def shared_services() -> Iterator[tuple[str, str]]:
+    """The web site and the fake kcp, shared by the replays as by the attempts of one eval run
+    (both are read-only to the tasks; starting them takes about half a second)."""
+    with services() as served:
+        yield served
+
+
 @pytest.mark.parametrize("path", RECORDED_ATTEMPTS, ids=[path.stem for path in RECORDED_ATTEMPTS])
-async def test_a_recorded_attempt_replays_through_the_harness(path: Path) -> None:
+async def test_a_recorded_attempt_replays_through_the_harness(
+    path: Path, shared_services: tuple[str, str]
+) -> None:
     record = load_recording(path)
-    with services() as (site, kcp):
-        replayed = await replay(record, site, kcp)
+    site, kcp = shared_services
+    replayed = await replay(record, site, kcp)
     assert replayed.mismatch is None, f"{replayed.mismatch}\n\nRecord again with: {RERECORD}"
     assert replayed.unasked == 0, "every recorded exchange was asked for"
     assert (stable(replayed.attempt.reply), replayed.attempt.success) == (
