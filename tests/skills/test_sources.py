@@ -98,3 +98,13 @@ def test_skills_are_given_as_a_skill_set_or_directories(tmp_path: Path) -> None:
         skill_set(str(tmp_path), "CodeMode", "skills")
     with pytest.raises(TypeError, match="skill directories"):
         skill_set([3], "CodeMode", "skills")
+
+
+def test_a_skill_set_takes_directories_and_refuses_what_is_not_a_source(tmp_path: Path) -> None:
+    """``SkillSet([path])`` reads the directory, as ``CodeMode(skills=[path])`` does; anything else is a
+    one-line ``TypeError`` at the call, not an ``AttributeError`` when the skills are first listed."""
+    assert [type(s).__name__ for s in SkillSet([tmp_path]).sources] == ["DirectorySkills"]
+    with pytest.raises(TypeError, match=r"^SkillSet: sources must be skill directories .* not int 3$"):
+        SkillSet([3])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"^SkillSet: sources must be a list"):
+        SkillSet(str(tmp_path))  # a str is a Sequence to the type checker, not a list here

@@ -30,9 +30,13 @@ class SkillSet:
     lists only the other sources: what every caller shares."""
 
     def __init__(
-        self, sources: Sequence[SkillSource], saving: SkillSaver | None = None, *, per_caller: bool = False
+        self,
+        sources: Sequence[SkillSource | str | Path],
+        saving: SkillSaver | None = None,
+        *,
+        per_caller: bool = False,
     ) -> None:
-        self.sources = list(sources)
+        self.sources = skill_sources(sources, "SkillSet", "sources")
         self.saving = saving
         self.per_caller = per_caller and saving is not None
         if saving is not None and saving not in self.sources and not self.per_caller:
@@ -149,13 +153,11 @@ def _identity(skill: Skill) -> tuple[str, str, str]:
     return (skill.origin, skill.uri, skill.file(SKILL_FILE).digest)
 
 
-def skill_set(value: object, owner: str, name: str) -> SkillSet | None:
-    """``value`` as a ``SkillSet``: one already, or sources (a directory path stands for
-    ``DirectorySkills``); a one-line ``TypeError`` naming ``owner``'s ``name`` otherwise."""
-    if value is None or isinstance(value, SkillSet):
-        return value
+def skill_sources(value: object, owner: str, name: str) -> list[SkillSource]:
+    """``value``'s skill sources (a directory path stands for ``DirectorySkills``); a one-line
+    ``TypeError`` naming ``owner``'s ``name`` otherwise."""
     if isinstance(value, str | Path) or not isinstance(value, Sequence):
-        raise TypeError(refusal(owner, name, "a SkillSet or a list of skill directories and sources", value))
+        raise TypeError(refusal(owner, name, "a list of skill directories and sources", value))
     sources: list[SkillSource] = []
     for item in value:
         if isinstance(item, str | Path):
@@ -166,4 +168,14 @@ def skill_set(value: object, owner: str, name: str) -> SkillSet | None:
             raise TypeError(
                 refusal(owner, name, "skill directories (str or Path) or SkillSource objects", item)
             )
-    return SkillSet(sources)
+    return sources
+
+
+def skill_set(value: object, owner: str, name: str) -> SkillSet | None:
+    """``value`` as a ``SkillSet``: one already, or sources (``skill_sources``); a one-line
+    ``TypeError`` naming ``owner``'s ``name`` otherwise."""
+    if value is None or isinstance(value, SkillSet):
+        return value
+    if isinstance(value, str | Path) or not isinstance(value, Sequence):
+        raise TypeError(refusal(owner, name, "a SkillSet or a list of skill directories and sources", value))
+    return SkillSet(skill_sources(value, owner, name))
