@@ -169,9 +169,11 @@ def command_problem(argv: list[str]) -> str | None:
         return command_problem(argv[argv.index("--") + 1 :])
     if program in ("pip", "pipx", "uv"):
         for word in rest:
-            package = re.fullmatch(r"(asyncai)(?:\[([\w,-]+)\])?", word)
-            if package and package[2] and not set(package[2].split(",")) <= EXTRAS:
-                return f"no extra {package[2]!r} in pyproject.toml"
+            if re.fullmatch(r"asyncai(\[.*\])?", word):
+                return "asyncai is not on the package index (the name there is another project's)"
+            extras = re.fullmatch(r"\.\[([\w,-]+)\]", word)
+            if extras and not set(extras[1].split(",")) <= EXTRAS:
+                return f"no extra {extras[1]!r} in pyproject.toml"
     return None
 
 
@@ -185,8 +187,10 @@ def test_every_command_in_the_docs_is_one_that_is_taken(block: Block) -> None:
 
 
 def test_a_command_the_parser_refuses_is_caught() -> None:
-    block = Block(ROOT / "README.md", 1, "sh", "asyncai --no-such-flag\nmake no-such-target\n")
-    assert [command_problem(argv) is not None for argv in commands(block)] == [True, True]
+    wrong = "asyncai --no-such-flag\nmake no-such-target\npipx install asyncai\npip install '.[nope]'\n"
+    block = Block(ROOT / "README.md", 1, "sh", wrong)
+    assert [command_problem(argv) is not None for argv in commands(block)] == [True] * 4
+    assert command_problem(["pipx", "install", ".[otel]"]) is None
     two = Block(ROOT / "README.md", 1, "sh", "$ asyncai run-code -c 'a\nb' \\\n  --quiet\noutput\n")
     assert commands(two) == [["asyncai", "run-code", "-c", "a\nb", "--quiet"]]
 
