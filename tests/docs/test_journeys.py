@@ -22,7 +22,7 @@ from tests.fakes.anthropic_server import ScriptedAnthropic, say, use
 from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
 from tests.kcp.demo import QUESTIONS
 from tests.kcp.fake_kcp import build_fixture_cluster, serve, write_kubeconfig
-from tests.third_party.claude_code import claude_binary, run_code_results, tool_result_text
+from tests.third_party.claude_code import claude_binary, claude_env, run_code_results, tool_result_text
 
 BIN = Path(sys.executable).parent
 JOURNEY = "<!-- journey -->"
@@ -36,12 +36,13 @@ def journey(page: str) -> list[list[str]]:
 
 
 def run(
-    argv: list[str], places: dict[str, str], env: dict[str, str], home: Path
+    argv: list[str], places: dict[str, str], env: dict[str, str], cwd: Path
 ) -> subprocess.CompletedProcess[str]:
+    """A docs command as a reader runs it, each place in ``places`` replaced by the test's own."""
     for before, after in places.items():
         argv = [word.replace(before, after) for word in argv]
     return subprocess.run(
-        argv, capture_output=True, text=True, env=env, cwd=home, timeout=180, stdin=subprocess.DEVNULL
+        argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=180, stdin=subprocess.DEVNULL
     )
 
 
@@ -84,15 +85,7 @@ def test_the_serve_mcp_journey(tmp_path: Path) -> None:
     ):
         (tmp_path / ".kcp").mkdir()
         write_kubeconfig(tmp_path / ".kcp" / "admin.kubeconfig", kcp)
-        env = {
-            "PATH": f"{BIN}:{claude_binary().parent}:/usr/bin:/bin",
-            "HOME": str(tmp_path),
-            "CLAUDE_CONFIG_DIR": str(tmp_path / ".claude"),
-            "ANTHROPIC_BASE_URL": model.base_url,
-            "ANTHROPIC_API_KEY": "sk-ant-scripted",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-        }
+        env = claude_env(tmp_path, model, f"{BIN}:{claude_binary().parent}:/usr/bin:/bin")
         done = [run(argv, {}, env, tmp_path) for argv in steps]
         requests = model.requests
     assert [step.returncode for step in done] == [0] * len(steps), [step.stderr[-500:] for step in done]

@@ -9,7 +9,6 @@ place of the addresses the examples give."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import pytest
 from evals.world import serving_site
 
 from tests.docs.test_examples import ALL, Block, commands
+from tests.docs.test_journeys import run
 from tests.serve.helpers import serve_http
 from tests.third_party.claude_code import claude_binary
 
@@ -69,10 +69,5 @@ def machine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Machine]:
 @pytest.mark.parametrize("block", RUN, ids=str)
 def test_the_shell_example_runs(block: Block, machine: Machine) -> None:
     for argv in commands(block):
-        for before, after in machine.places.items():
-            argv = [word.replace(before, after) for word in argv]
-        done = subprocess.run(
-            argv, capture_output=True, text=True, env=machine.env(), cwd=machine.work, timeout=120,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        done = run(argv, machine.places, machine.env(), machine.work)
         assert done.returncode == 0, (argv, done.stdout[-1000:], done.stderr[-1000:])

@@ -34,15 +34,11 @@ def claude_binary() -> Path:
     return binary
 
 
-def run_claude(
-    model: ScriptedAnthropic, command: list[str], home: Path, prompt: str = "go", timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    """``claude -p PROMPT`` with one MCP server, ``command``, allowed to run ``run_code``."""
-    config = home / "mcp.json"
-    server: dict[str, Any] = {"command": command[0], "args": command[1:]}
-    config.write_text(json.dumps({"mcpServers": {MCP_SERVER: server}}))
-    env = {
-        "PATH": "/usr/bin:/bin",
+def claude_env(home: Path, model: ScriptedAnthropic, path: str) -> dict[str, str]:
+    """The environment the CLI runs in: ``home`` its own, ``model`` its Messages API, no traffic
+    off the machine."""
+    return {
+        "PATH": path,
         "HOME": str(home),
         "CLAUDE_CONFIG_DIR": str(home / ".claude"),
         "ANTHROPIC_BASE_URL": model.base_url,
@@ -50,6 +46,16 @@ def run_claude(
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
     }
+
+
+def run_claude(
+    model: ScriptedAnthropic, command: list[str], home: Path, prompt: str = "go", timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``claude -p PROMPT`` with one MCP server, ``command``, allowed to run ``run_code``."""
+    config = home / "mcp.json"
+    server: dict[str, Any] = {"command": command[0], "args": command[1:]}
+    config.write_text(json.dumps({"mcpServers": {MCP_SERVER: server}}))
+    env = claude_env(home, model, "/usr/bin:/bin")
     return subprocess.run(
         [str(claude_binary()), "-p", prompt, "--mcp-config", str(config), "--allowedTools", RUN_CODE_TOOL],
         env=env,
