@@ -9,6 +9,7 @@ written from the parser, names every option. Blocks marked ``text`` are output o
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 import os
 import re
@@ -132,10 +133,10 @@ def _pipeline(words: list[str]) -> list[list[str]]:
         else:
             parts[-1].append(word)
     # Environment assignments before a command are not its words.
-    return [
-        [w for i, w in enumerate(p) if not all("=" in v and not v.startswith("-") for v in p[: i + 1])]
-        for p in parts
-    ]
+    return [list(itertools.dropwhile(ASSIGNMENT.match, part)) for part in parts]
+
+
+ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
 
 
 MAKE_TARGETS = set(re.findall(r"^([\w.-]+):", (ROOT / "Makefile").read_text(), re.MULTILINE))
@@ -191,6 +192,8 @@ def test_a_command_the_parser_refuses_is_caught() -> None:
     block = Block(ROOT / "README.md", 1, "sh", wrong)
     assert [command_problem(argv) is not None for argv in commands(block)] == [True] * 4
     assert command_problem(["pipx", "install", ".[otel]"]) is None
+    assigned = Block(ROOT / "README.md", 1, "sh", "A=1 B_2=x asyncai --version | head -1\n")
+    assert commands(assigned) == [["asyncai", "--version"], ["head", "-1"]]
     two = Block(ROOT / "README.md", 1, "sh", "$ asyncai run-code -c 'a\nb' \\\n  --quiet\noutput\n")
     assert commands(two) == [["asyncai", "run-code", "-c", "a\nb", "--quiet"]]
 
