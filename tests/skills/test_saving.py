@@ -15,6 +15,7 @@ from asyncai.code_mode.engine.variables import KnownVariables
 from asyncai.skills.skill import SkillError, saved_skill_files, split_skill_md
 from asyncai.state.stores import SavedScope, pack, unpack
 from tests.cli.conftest import asyncai as run_asyncai
+from tests.fakes.openai_server import ScriptedOpenAI, call, text_reply, tool_reply
 from tests.third_party import pypi_server
 
 TIME_SERVER = "time=" + pypi_server("mcp-server-time", "--local-timezone", "UTC")
@@ -152,3 +153,58 @@ async def test_with_per_caller_each_caller_saves_into_a_part_of_its_own(tmp_path
         await skills.save("tripler", "Triple.", {"thrice": "def thrice(n):\n    return 3 * n\n"})
     one_user = SkillSet([], saving)
     assert one_user.for_caller("token:aaaa") is one_user
+
+
+def _tool_results(model: ScriptedOpenAI) -> list[str]:
+    return [
+        body["messages"][-1]["content"] for body in model.requests if body["messages"][-1]["role"] == "tool"
+    ]
+
+
+def test_what_a_model_writes_naturally_works_through_the_agent(tmp_path: Path) -> None:
+    """Issue 48, item 2: asyncai's own functions take their first argument by position and
+    save_skill takes the functions themselves; a tool's function still takes keywords only."""
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    save = 'def triple(x):\n    return 3 * x\n\nawait save_skill("tripler", description="Triples.", functions=[triple])'
+    script = [
+        tool_reply(call("run_code", {"code": save})),
+        tool_reply(call("run_code", {"code": 'await get_current_time("UTC")'})),
+        text_reply("Saved."),
+    ]
+    with ScriptedOpenAI(script) as model:
+        saved = run_asyncai(
+            "--mcp-stdio", TIME_SERVER, "--base-url", model.base_url, "--model", "m", "-p", "save it",
+            env=env, cwd=tmp_path,
+        )  # fmt: skip
+        results = _tool_results(model)
+    assert saved.status == 0, saved.stderr
+    assert json.loads(results[0]) == {"name": "tripler", "files": ["SKILL.md", "scripts/tripler.py"]}
+    assert "get_current_time() takes keyword arguments only; write get_current_time(timezone=" in results[1]
+    use = (
+        'text = await skill("tripler")\nloaded = await load_skill("tripler")\n'
+        'found = await search_tools("current time")\n'
+        '["Triples." in text, loaded, triple(2), found[0]["name"]]'
+    )
+    script = [tool_reply(call("run_code", {"code": use})), text_reply("Six.")]
+    with ScriptedOpenAI(script) as model:
+        used = run_asyncai(
+            "--mcp-stdio", TIME_SERVER, "--base-url", model.base_url, "--model", "m", "-p", "use it",
+            env=env, cwd=tmp_path,
+        )  # fmt: skip
+        results = _tool_results(model)
+    assert used.status == 0, used.stderr
+    assert json.loads(results[0]) == [True, ["def triple(x)"], 6, "get_current_time"]
+
+
+@pytest.mark.anyio
+async def test_a_lambda_is_refused_and_a_function_named_twice_is_saved_once(tmp_path: Path) -> None:
+    skills = asyncai.SkillSet([], saving=asyncai.DirectorySkills(tmp_path, "saved"))
+    async with asyncai.CodeMode(asyncai.FunctionTools([]), skills=skills) as code_mode:
+        out = await code_mode.call_tool(
+            "run_code", {"code": 'f = lambda: 1\nawait save_skill("x", description="d", functions=[f])'}
+        )
+        assert out.is_error and "a lambda cannot be saved" in out.content
+        code = 'def g():\n    return 2\nawait save_skill("gee", description="Two.", functions=[g, "g"])'
+        out = await code_mode.call_tool("run_code", {"code": code})
+        assert not out.is_error, out.content
+    assert (tmp_path / "gee" / "scripts" / "gee.py").read_text() == "def g():\n    return 2\n"

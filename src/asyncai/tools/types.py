@@ -30,6 +30,9 @@ class ToolDefinition:
     importable: tuple[str, ...] = ()
     """For a tool that runs code: the modules that code can import, so a backend can drop a
     snippet's unused import of any other."""
+    positional: int = 0
+    """How many leading parameters a snippet may pass by position: asyncai's own functions take
+    their first so (``skill("report")``); a tool's arguments are named, so it takes none."""
 
     @property
     def mutating(self) -> bool:

@@ -396,7 +396,7 @@ _SHAPES = [
     ToolDefinition(
         "get", "", {"type": "object", "properties": {"name": {}, "page": {}}, "required": ["name"]}
     ),
-    SKILL_FILE_FUNCTION,
+    SKILL_FILE_FUNCTION,  # asyncai's own: its first argument by position too (issue 48, item 2)
     SEARCH_TOOLS,
 ]
 _SHAPES_CATALOG = build_catalog(_SHAPES[:1], skills={SKILL_FILE_FUNCTION.name: SKILL_FILE_FUNCTION})
@@ -411,8 +411,8 @@ _SHAPES_CATALOG = build_catalog(_SHAPES[:1], skills={SKILL_FILE_FUNCTION.name: S
 def test_the_hosts_check_binds_a_call_as_python_binds_its_stub(
     tool: ToolDefinition, positional: list[str], keywords: set[str]
 ) -> None:
-    """A call is refused by the host exactly when Python refuses it against the stub the model
-    sees, and an accepted call's arguments are the ones Python would bind."""
+    """A call is refused by the host exactly when Python refuses it against the stub the type
+    check uses, and an accepted call's arguments are the ones Python would bind."""
     entry = _SHAPES_CATALOG[tool.name]
     namespace: dict[str, Any] = {"Any": Any}
     exec(render_signature(tool.name, tool).replace(" -> Any: ...", ":\n    return locals()"), namespace)

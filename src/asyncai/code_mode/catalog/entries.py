@@ -130,7 +130,14 @@ def call_mistakes(
     parameters = list(entry.parameters)
     accepted = ", ".join(parameters) or "(none)"
     mistakes = []
-    if positional:
+    allowed = entry.tool.positional
+    for name in parameters[: min(len(positional), allowed)]:
+        if name in keywords:
+            mistakes.append(f"{py_name}() got multiple values for argument '{name}'")
+    if len(positional) > allowed and allowed:
+        taking = f"{allowed} positional argument{'s' if allowed > 1 else ''}"
+        mistakes.append(f"{py_name}() takes {taking} but {len(positional)} were given")
+    elif positional and not allowed:
         taken = [name for name in parameters if name not in keywords]
         if len(positional) <= len(taken):
             written = ", ".join(f"{name}={text}" for name, text in zip(taken, positional, strict=False))
@@ -144,7 +151,8 @@ def call_mistakes(
             mistakes.append(
                 f"{py_name}() got an unexpected keyword argument '{name}'; accepted: {accepted}{hint}"
             )
-    given = {*keywords, *[name for name in parameters if name not in keywords][: len(positional)]}
+    filled = parameters if allowed else [name for name in parameters if name not in keywords]
+    given = {*keywords, *filled[: len(positional)]}
     missing = [name for name in parameters if name in entry.required and name not in given]
     if missing:
         mistakes.append(f"{py_name}() missing required keyword argument '{missing[0]}'")

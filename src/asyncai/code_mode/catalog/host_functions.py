@@ -1,8 +1,8 @@
 """The catalog functions asyncai answers itself rather than a server: the resource functions
 (issue 8) and tool discovery, ``search_tools`` and ``describe_tool``.
 
-They are called like the tools (keyword arguments, awaited) and their names are reserved, but they
-are not nested tool calls: no call budget, no audit, no mutation gate.
+They are called like the tools, awaited (their first argument by position or keyword), and their
+names are reserved, but they are not nested tool calls: no call budget, no audit, no mutation gate.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ SEARCH_TOOLS: Final = ToolDefinition(
         },
     },
     read_only=True,
+    positional=1,
 )
 
 DESCRIBE_TOOL: Final = ToolDefinition(
@@ -52,6 +53,7 @@ DESCRIBE_TOOL: Final = ToolDefinition(
     input_schema={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
     output_schema={"type": "string"},
     read_only=True,
+    positional=1,
 )
 
 FINDER_FUNCTIONS: Final = {tool.name: tool for tool in (SEARCH_TOOLS, DESCRIBE_TOOL)}

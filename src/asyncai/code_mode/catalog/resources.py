@@ -1,8 +1,9 @@
 """``list_resources`` and ``read_resource``: MCP resources from inside a snippet.
 
-They are catalog functions like the tools (keyword arguments, awaited, stubs in the description,
-names no tool can take), but the executor's resource methods answer them: they are not nested
-tool calls, so they count against no call budget and are not in the audit.
+They are catalog functions like the tools (awaited, stubs in the description, names no tool can
+take; the first argument by position or keyword), but the executor's resource methods answer
+them: they are not nested tool calls, so they count against no call budget and are not in the
+audit.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ LIST_RESOURCES: Final = ToolDefinition(
     },
     output_schema={"type": "array", "items": _RESOURCE_ITEM},
     read_only=True,
+    positional=1,
 )
 
 READ_RESOURCE: Final = ToolDefinition(
@@ -58,6 +60,7 @@ READ_RESOURCE: Final = ToolDefinition(
         },
     },
     read_only=True,
+    positional=1,
 )
 
 RESOURCE_FUNCTIONS: Final = {tool.name: tool for tool in (LIST_RESOURCES, READ_RESOURCE)}

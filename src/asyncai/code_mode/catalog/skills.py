@@ -9,6 +9,7 @@ sandbox, never on the host, and the call itself returns what they defined."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -42,6 +43,7 @@ SKILLS: Final = ToolDefinition(
         },
     },
     read_only=True,
+    positional=1,
 )
 SKILL: Final = ToolDefinition(
     name="skill",
@@ -49,6 +51,7 @@ SKILL: Final = ToolDefinition(
     input_schema={"type": "object", "properties": {"name": _NAME}, "required": ["name"]},
     output_schema={"type": "string"},
     read_only=True,
+    positional=1,
 )
 SKILL_FILE_FUNCTION: Final = ToolDefinition(
     name="skill_file",
@@ -60,6 +63,7 @@ SKILL_FILE_FUNCTION: Final = ToolDefinition(
     },
     output_schema={"type": "string"},
     read_only=True,
+    positional=1,
 )
 LOAD_SKILL: Final = ToolDefinition(
     name="load_skill",
@@ -71,6 +75,7 @@ LOAD_SKILL: Final = ToolDefinition(
     input_schema={"type": "object", "properties": {"name": _NAME}, "required": ["name"]},
     output_schema={"type": "array", "items": {"type": "string"}},
     read_only=True,
+    positional=1,
 )
 SAVE_SKILL: Final = ToolDefinition(
     name="save_skill",
@@ -95,6 +100,7 @@ SAVE_SKILL: Final = ToolDefinition(
     },
     read_only=False,
     destructive=False,
+    positional=1,
 )
 READING: Final = {tool.name: tool for tool in (SKILLS, SKILL, SKILL_FILE_FUNCTION, LOAD_SKILL)}
 SKILL_FUNCTIONS: Final = {**READING, SAVE_SKILL.name: SAVE_SKILL}
@@ -116,6 +122,8 @@ NOT_LITERAL: Final = (
     "load_skill needs the skill's name written as a string literal, "
     'e.g. await load_skill(name="report"): its code is defined before the snippet runs'
 )
+_FUNCTION_VALUE: Final = re.compile(r"<function '(?P<name>[^']*)' at 0x[0-9a-f]+>")
+"""How a function a snippet passes reaches the host (Monty gives its repr)."""
 
 
 async def call_skill_function(
@@ -167,9 +175,12 @@ def _listing(skills: SkillSet, query: str) -> list[dict[str, Any]]:
 async def _saved(
     skills: SkillSet, name: str, arguments: Mapping[str, Any], functions: Mapping[str, str]
 ) -> dict[str, Any]:
-    wanted = arguments.get("functions")
-    if not isinstance(wanted, list) or not all(isinstance(item, str) for item in wanted):
-        raise SkillError('functions must be a list of the functions\' names, e.g. functions=["total"]')
+    given = arguments.get("functions")
+    if not isinstance(given, list) or not all(isinstance(item, str) for item in given):
+        raise SkillError("functions must be a list of functions or their names, e.g. functions=[total]")
+    wanted = [(found["name"] if (found := _FUNCTION_VALUE.fullmatch(item)) else item) for item in given]
+    if "<lambda>" in wanted:
+        raise SkillError("a lambda cannot be saved: define the function with def, then save it")
     unknown = [item for item in wanted if item not in functions]
     if unknown:
         known = ", ".join(sorted(functions)) or "none yet"

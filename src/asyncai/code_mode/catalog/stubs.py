@@ -612,10 +612,11 @@ def inline_local_refs(schema: Any) -> Any:
 
 
 def _signature(
-    tool: ToolDefinition, where: _Where | None = None
+    tool: ToolDefinition, where: _Where | None = None, positional: int = 0
 ) -> tuple[dict[str, str], dict[str, tuple[Any, bool]], str]:
-    """(Python name -> property, property -> (schema, required), ``*, a: str, b: int | None = None``);
-    with ``where``, nested objects are TypedDicts declared there."""
+    """(Python name -> property, property -> (schema, required), ``*, a: str, b: int | None = None``,
+    the first ``positional`` parameters before the ``*``); with ``where``, nested objects are
+    TypedDicts declared there."""
     py_params = parameter_names(tool)
     input_schema = inline_local_refs(tool.input_schema)
     props = {name: (sub, req) for name, sub, req in _ordered_properties(input_schema)}
@@ -623,14 +624,18 @@ def _signature(
         _parameter(py, *props[prop], where.parameter(prop) if where is not None else None)
         for py, prop in py_params.items()
     ]
-    return py_params, props, f"*, {', '.join(params)}" if params else ""
+    if not params:
+        return py_params, props, ""
+    leading, named = params[:positional], params[positional:]
+    return py_params, props, ", ".join([*leading, *(["*", *named] if named else [])])
 
 
 def render_signature(py_name: str, tool: ToolDefinition, types: StubTypes | None = None) -> str:
     """The stub's signature alone, returning ``Any``: what the type check needs of a tool
-    (its TypedDicts are in ``types``, which the caller renders before it)."""
+    (its TypedDicts are in ``types``, which the caller renders before it). Unlike the
+    description's stubs, it takes the ``tool.positional`` leading parameters by position too."""
     where = _where(types, py_name) if types is not None else None
-    return f"async def {py_name}({_signature(tool, where)[2]}) -> Any: ..."
+    return f"async def {py_name}({_signature(tool, where, tool.positional)[2]}) -> Any: ..."
 
 
 SHORT_RETURN_CHARS: Final = 60

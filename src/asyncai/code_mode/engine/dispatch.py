@@ -58,8 +58,13 @@ T = TypeVar("T")
 def validate_arguments(
     py_name: str, entry: CatalogEntry, args: Any, kwargs: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Keyword arguments in Python names -> MCP arguments; ``TypeError`` like Python's own, so
-    the model meets the wording it knows. A keyword given ``None`` counts as left out."""
+    """Keyword arguments in Python names (and the positional ones the entry takes) -> MCP
+    arguments; ``TypeError`` like Python's own, so the model meets the wording it knows. A keyword
+    given ``None`` counts as left out."""
+    if args and len(args) <= entry.tool.positional:
+        leading = dict(zip(entry.parameters, args, strict=False))
+        if not leading.keys() & kwargs.keys():
+            args, kwargs = (), {**leading, **kwargs}
     arguments = {}
     for name, value in kwargs.items():
         schema_name = entry.parameters.get(name)

@@ -427,13 +427,16 @@ def literal_calls_in(
 def _literal_call(
     node: ast.AST, catalog: Mapping[str, CatalogEntry], allowed: Callable[[CatalogEntry], bool]
 ) -> LiteralCall | None:
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.args:
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
         return None
     entry = catalog.get(node.func.id)
     if entry is None or not allowed(entry) or any(k.arg is None for k in node.keywords):
         return None
+    if len(node.args) > entry.tool.positional or any(isinstance(arg, ast.Starred) for arg in node.args):
+        return None
     try:
-        keywords = {str(k.arg): ast.literal_eval(k.value) for k in node.keywords}
+        keywords = dict(zip(entry.parameters, map(ast.literal_eval, node.args), strict=False))
+        keywords |= {str(k.arg): ast.literal_eval(k.value) for k in node.keywords}
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
     return LiteralCall(node.func.id, keywords)
