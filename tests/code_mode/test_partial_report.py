@@ -18,7 +18,8 @@ TWO_FINISHED_ONE_IN_FLIGHT = 'await wait(seconds=0, tag="a")\nawait delete_item(
 
 
 async def test_a_wall_clock_abort_reports_two_finished_calls_and_one_in_flight(fake: FakeExecutor) -> None:
-    limits = dataclasses.replace(TEST_LIMITS, wall_timeout=0.5)
+    # Room for the two quick calls on a loaded machine; only hang() meets the wall clock.
+    limits = dataclasses.replace(TEST_LIMITS, wall_timeout=3.0, tool_timeout=30.0)
     async with CodeMode(fake, limits) as code_mode:
         output = await run(code_mode, TWO_FINISHED_ONE_IN_FLIGHT.format(third="hang()"))
         after = await run(code_mode, "1 + 1")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -20,7 +21,10 @@ from tests.code_mode.conftest import FakeExecutor
 
 pytestmark = pytest.mark.anyio
 
-LIMITS = CodeModeLimits(code_timeout=2.0, tool_timeout=5.0, wall_timeout=0.5, max_calls=5)
+LIMITS = CodeModeLimits(code_timeout=2.0, tool_timeout=5.0, wall_timeout=30.0, max_calls=5)
+WALL_LIMITS = replace(LIMITS, wall_timeout=0.5)
+"""Only the wall-clock test meets the wall clock: on a loaded machine a streamed snippet's own
+statements can take half a second."""
 
 
 @pytest.fixture
@@ -72,7 +76,16 @@ async def test_a_snippet_that_raises_keeps_what_it_bound_before(scope: ReplScope
     assert scope.context_note() == "[run_code variables still in scope: kept: int]"
 
 
-async def test_the_wall_clock_stops_a_snippet_waiting_on_a_tool_and_resets_the_repl(scope: ReplScope) -> None:
+@pytest.fixture
+async def wall_scope(fake: FakeExecutor) -> AsyncIterator[ReplScope]:
+    async with CodeMode(fake, WALL_LIMITS, sandbox=SandboxConfig(kind="memory")) as code_mode:
+        yield code_mode.new_scope()
+
+
+async def test_the_wall_clock_stops_a_snippet_waiting_on_a_tool_and_resets_the_repl(
+    wall_scope: ReplScope,
+) -> None:
+    scope = wall_scope
     await run(scope, "x = 1")
     text, is_error = await run(scope, "await hang()")
     assert is_error and "wall-clock limit" in text and "variables are gone" in text
