@@ -129,6 +129,8 @@ class Recorder(_LoopbackServer):
         """The current world's paths and ports, by the placeholder a recording keeps instead."""
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        self.stop_after: int | None = None
+        """Refuse, unsent, every request of an attempt after this many (``evals.screen``: 1)."""
         super().__init__(Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])]))
 
     def take(self) -> tuple[list[Exchange], int, int]:
@@ -141,6 +143,10 @@ class Recorder(_LoopbackServer):
         body = await request.json()
         if body.get("stream"):
             return JSONResponse({"error": {"message": "the eval's recorder takes no streamed requests"}}, 400)
+        if self.stop_after is not None and len(self.exchanges) >= self.stop_after:
+            refused = {"error": {"message": f"screening: stopped after {self.stop_after} request(s)"}}
+            self.exchanges.append(Exchange(swap(body, self.placeholders), refused, 400))
+            return JSONResponse(refused, 400)
         async with httpx2.AsyncClient(timeout=self.timeout) as client:
             answer = await client.post(f"{self.upstream}/chat/completions", json=body, headers=self.headers)
         try:
