@@ -392,6 +392,30 @@ def in_suite_order(attempts: list[Attempt]) -> list[Attempt]:
     return sorted(attempts, key=lambda a: (a.repetition, order.index(a.task), MODES.index(a.mode)))
 
 
+async def seeded_attempt(
+    task: Task,
+    mode: str,
+    repetition: int,
+    args: argparse.Namespace,
+    recorder: Recorder,
+    model: str,
+    sites: tuple[str, str],
+    extra_body: dict[str, Any] | None = None,
+) -> Attempt:
+    """One attempt in a fresh world over ``sites`` (the web site and kcp), with ``args``' sampling
+    and a fixed seed per repetition: the same sampling parameters again. ``extra_body`` goes into
+    every request."""
+    sampling = {
+        "seed": args.seed + repetition,
+        "temperature": args.temperature,
+        "max_tokens": args.max_tokens,
+        **(extra_body or {}),
+    }
+    config = backend_config(recorder.url, model, mode, args.max_rounds, sampling)
+    with new_world(*sites) as world:
+        return await run_attempt(task, mode, repetition, world, recorder, config)
+
+
 async def run_all(args: argparse.Namespace, base_url: str, model: str) -> list[Attempt]:
     tasks = [BY_NAME[name] for name in args.tasks] if args.tasks else list(TASKS)
     attempts: list[Attempt] = []
@@ -413,15 +437,7 @@ async def run_all(args: argparse.Namespace, base_url: str, model: str) -> list[A
             made = {(task.name, mode, repetition) for repetition, task, mode in runs}
             kept = kept_attempts(args.out / "eval_results.json", made) if args.update else []
             for repetition, task, mode in runs:
-                # A fixed seed per repetition: the same sampling parameters again.
-                sampling = {
-                    "seed": args.seed + repetition,
-                    "temperature": args.temperature,
-                    "max_tokens": args.max_tokens,
-                }
-                config = backend_config(recorder.url, model, mode, args.max_rounds, sampling)
-                with new_world(site, kcp) as world:
-                    attempt = await run_attempt(task, mode, repetition, world, recorder, config)
+                attempt = await seeded_attempt(task, mode, repetition, args, recorder, model, (site, kcp))
                 attempts.append(attempt)
                 if args.record:
                     save_recording(attempt, RECORDINGS, args.max_rounds)

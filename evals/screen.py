@@ -29,9 +29,9 @@ from typing import Any
 
 from asyncai.backend.config import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
 from evals.recording import RECORDINGS, Exchange, Recorder
-from evals.run import MODES, backend_config, load_recording, model_endpoint, recording_name, run_attempt
+from evals.run import MODES, load_recording, model_endpoint, recording_name, seeded_attempt
 from evals.tasks import BY_NAME, TASKS, Task
-from evals.world import new_world, services
+from evals.world import services
 
 KINDS = ("program", "one call", "no function called", "answer", "cut")
 """What a first reply did, as the harness read it:
@@ -200,15 +200,9 @@ async def screen(args: argparse.Namespace, base_url: str, model: str) -> list[Sc
             for repetition in range(args.repeat):
                 for task in tasks:
                     for mode in args.modes:
-                        sampling = {
-                            "seed": args.seed + repetition,
-                            "temperature": args.temperature,
-                            "max_tokens": args.max_tokens,
-                            **args.extra_body,
-                        }
-                        config = backend_config(recorder.url, model, mode, args.max_rounds, sampling)
-                        with new_world(site, kcp) as world:
-                            attempt = await run_attempt(task, mode, repetition, world, recorder, config)
+                        attempt = await seeded_attempt(
+                            task, mode, repetition, args, recorder, model, (site, kcp), args.extra_body
+                        )
                         row = screened(task, mode, repetition, attempt.exchanges)
                         rows.append(row)
                         print(f"{row.task:26} {row.mode:7} #{row.repetition}  {row.kind:18} "
