@@ -15,7 +15,7 @@ import re
 import socket
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +129,8 @@ class Recorder(_LoopbackServer):
         """The current world's paths and ports, by the placeholder a recording keeps instead."""
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        self._tls = httpx2.create_ssl_context()
+        """Made once: each request's client would spend 30 ms making its own."""
         self.stop_after: int | None = None
         """Refuse, unsent, every request of an attempt after this many (``evals.screen``: 1)."""
         super().__init__(Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])]))
@@ -147,7 +149,7 @@ class Recorder(_LoopbackServer):
             refused = {"error": {"message": f"screening: stopped after {self.stop_after} request(s)"}}
             self.exchanges.append(Exchange(swap(body, self.placeholders), refused, 400))
             return JSONResponse(refused, 400)
-        async with httpx2.AsyncClient(timeout=self.timeout) as client:
+        async with httpx2.AsyncClient(timeout=self.timeout, verify=self._tls) as client:
             answer = await client.post(f"{self.upstream}/chat/completions", json=body, headers=self.headers)
         try:
             reply = answer.json()
@@ -163,19 +165,23 @@ class Recorder(_LoopbackServer):
         return JSONResponse(reply, answer.status_code)
 
 
-@dataclass
 class Replayer(_LoopbackServer):
-    """Answers the recorded requests, in order, with their recorded replies."""
+    """Answers the recorded requests, in order, with their recorded replies: those of the attempt
+    last ``load``-ed (one server for many replays, as one model server answers a whole run)."""
 
-    exchanges: list[Exchange]
-    values: dict[str, str]
-    """The replaying world's values, by the placeholder a recording holds in their place."""
-    served: int = 0
-    mismatch: str | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __post_init__(self) -> None:
+    def __init__(self) -> None:
+        self.exchanges: list[Exchange] = []
+        self.values: dict[str, str] = {}
+        """The replaying world's values, by the placeholder a recording holds in their place."""
+        self.served = 0
+        self.mismatch: str | None = None
+        self._lock = threading.Lock()
         super().__init__(Starlette(routes=[Route("/v1/chat/completions", self._chat, methods=["POST"])]))
+
+    def load(self, exchanges: list[Exchange], values: dict[str, str]) -> None:
+        """Answer with ``exchanges`` from now on, in a world whose values are ``values``."""
+        with self._lock:
+            self.exchanges, self.values, self.served, self.mismatch = exchanges, values, 0, None
 
     async def _chat(self, request: Request) -> Response:
         body = await request.json()

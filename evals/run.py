@@ -341,35 +341,50 @@ def load_recording(path: Path) -> dict[str, Any]:
     return record
 
 
-async def replay(record: dict[str, Any], site: str, kcp: str) -> Replayed:
+@dataclass
+class ReplayModel:
+    """The model's side of replays: a ``Replayer`` behind the recording proxy, as ``make eval`` ran
+    each attempt, started once and loaded with each attempt's exchanges in turn."""
+
+    replayer: Replayer
+    recorder: Recorder
+
+
+@contextmanager
+def replay_model() -> Iterator[ReplayModel]:
+    replayer = Replayer()
+    replayer.start()
+    recorder = Recorder(replayer.url)
+    recorder.start()
+    try:
+        yield ReplayModel(replayer, recorder)
+    finally:
+        recorder.stop()
+        replayer.stop()
+
+
+async def replay(record: dict[str, Any], site: str, kcp: str, model: ReplayModel) -> Replayed:
     """Run ``record`` (see ``load_recording``) again through the whole harness in a new world."""
     task = BY_NAME[record["task"]]
     with new_world(site, kcp) as world:
         values = {placeholder: value for value, placeholder in world.placeholders().items()}
-        replayer = Replayer(record["exchanges"], values)
-        replayer.start()
-        recorder = Recorder(replayer.url)  # as make eval ran it: through the recording proxy
-        recorder.start()
-        try:
-            first = record["exchanges"][0].request
-            sampling = {key: first[key] for key in ("seed", "temperature", "max_tokens") if key in first}
-            config = backend_config(
-                recorder.url, first["model"], record["mode"], record["rounds_limit"], sampling
-            )
-            attempt = await run_attempt(task, record["mode"], record["repetition"], world, recorder, config)
-        finally:
-            recorder.stop()
-            replayer.stop()
-    return Replayed(attempt, replayer.mismatch, len(record["exchanges"]) - replayer.served)
+        model.replayer.load(record["exchanges"], values)
+        first = record["exchanges"][0].request
+        sampling = {key: first[key] for key in ("seed", "temperature", "max_tokens") if key in first}
+        config = backend_config(
+            model.recorder.url, first["model"], record["mode"], record["rounds_limit"], sampling
+        )
+        attempt = await run_attempt(task, record["mode"], record["repetition"], world, model.recorder, config)
+    return Replayed(attempt, model.replayer.mismatch, len(record["exchanges"]) - model.replayer.served)
 
 
-async def is_stale(task: Task, mode: str, repetition: int, site: str, kcp: str) -> bool:
+async def is_stale(task: Task, mode: str, repetition: int, site: str, kcp: str, model: ReplayModel) -> bool:
     """Whether the attempt has no recording, or one the harness no longer replays (``--stale``)."""
     path = RECORDINGS / recording_name(task.name, mode, repetition)
     if not path.exists():
         return True
     record = load_recording(path)
-    return not (await replay(record, site, kcp)).matches(record)
+    return not (await replay(record, site, kcp, model)).matches(record)
 
 
 def kept_attempts(path: Path, runs: set[tuple[str, str, int]]) -> list[Attempt]:
@@ -422,13 +437,13 @@ async def run_all(args: argparse.Namespace, base_url: str, model: str) -> list[A
     recorder = Recorder(base_url, args.api_key)
     recorder.start()
     try:
-        with services() as (site, kcp):
+        with services() as (site, kcp), replay_model() as replays:
             runs = [
                 (repetition, task, mode)
                 for repetition in range(args.repeat)
                 for task in tasks
                 for mode in args.modes
-                if not args.stale or await is_stale(task, mode, repetition, site, kcp)
+                if not args.stale or await is_stale(task, mode, repetition, site, kcp, replays)
             ]
             if args.stale:
                 print(

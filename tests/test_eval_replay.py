@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from evals.recording import RECORDINGS, RERECORD, recorded_programs, stable, timeless
-from evals.run import is_stale, load_recording, replay
+from evals.run import ReplayModel, is_stale, load_recording, replay, replay_model
 from evals.tasks import BY_NAME
 from evals.world import services
 
@@ -69,13 +69,21 @@ def shared_services() -> Iterator[tuple[str, str]]:
         yield served
 
 
+@pytest.fixture(scope="module")
+def model() -> Iterator[ReplayModel]:
+    """One replaying model server and recording proxy for the module's replays, as one model
+    server answers a whole eval run (starting and stopping the two took 0.4 s a replay)."""
+    with replay_model() as started:
+        yield started
+
+
 @pytest.mark.parametrize("path", RECORDED_ATTEMPTS, ids=[path.stem for path in RECORDED_ATTEMPTS])
 async def test_a_recorded_attempt_replays_through_the_harness(
-    path: Path, shared_services: tuple[str, str]
+    path: Path, shared_services: tuple[str, str], model: ReplayModel
 ) -> None:
     record = load_recording(path)
     site, kcp = shared_services
-    replayed = await replay(record, site, kcp)
+    replayed = await replay(record, site, kcp, model)
     assert replayed.mismatch is None, f"{replayed.mismatch}\n\nRecord again with: {RERECORD}"
     assert replayed.unasked == 0, "every recorded exchange was asked for"
     assert (stable(replayed.attempt.reply), replayed.attempt.success) == (
@@ -90,7 +98,7 @@ async def test_a_recorded_attempt_replays_through_the_harness(
     assert replayed.matches(record)
 
 
-async def test_stale_finds_an_attempt_the_harness_no_longer_makes(tmp_path: Path) -> None:
+async def test_stale_finds_an_attempt_the_harness_no_longer_makes(model: ReplayModel) -> None:
     path = RECORDED_ATTEMPTS[0]
     record = load_recording(path)
     changed = load_recording(path)
@@ -98,10 +106,13 @@ async def test_stale_finds_an_attempt_the_harness_no_longer_makes(tmp_path: Path
     missing = load_recording(path)
     missing["exchanges"].append(missing["exchanges"][-1])
     with services() as (site, kcp):
-        assert (await replay(record, site, kcp)).matches(record)
-        assert "changed since it was recorded" in str((await replay(changed, site, kcp)).mismatch)
-        assert (await replay(missing, site, kcp)).unasked == 1
+        assert (await replay(record, site, kcp, model)).matches(record)
+        assert "changed since it was recorded" in str((await replay(changed, site, kcp, model)).mismatch)
+        assert (await replay(missing, site, kcp, model)).unasked == 1
+        assert (await replay(record, site, kcp, model)).matches(record), (
+            "a replay after a mismatch starts afresh"
+        )
     task = BY_NAME[record["task"]]
     with services() as (site, kcp):
-        assert not await is_stale(task, record["mode"], record["repetition"], site, kcp)
-        assert await is_stale(task, record["mode"], 99, site, kcp), "no recording at all"
+        assert not await is_stale(task, record["mode"], record["repetition"], site, kcp, model)
+        assert await is_stale(task, record["mode"], 99, site, kcp, model), "no recording at all"
