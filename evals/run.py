@@ -43,7 +43,7 @@ from asyncai.backend.config import (
 from asyncai.backend.openai import ModelServerError, OpenAiCompatibleBackend, RunResult
 from evals.recording import RECORDINGS, Exchange, Recorder, Replayer, stable
 from evals.tasks import BY_NAME, TASKS, Task
-from evals.world import World, new_world, services
+from evals.world import Services, World, new_world, services
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("code", "text", "direct")
@@ -363,10 +363,10 @@ def replay_model() -> Iterator[ReplayModel]:
         replayer.stop()
 
 
-async def replay(record: dict[str, Any], site: str, kcp: str, model: ReplayModel) -> Replayed:
+async def replay(record: dict[str, Any], shared: Services, model: ReplayModel) -> Replayed:
     """Run ``record`` (see ``load_recording``) again through the whole harness in a new world."""
     task = BY_NAME[record["task"]]
-    with new_world(site, kcp) as world:
+    with new_world(shared) as world:
         values = {placeholder: value for value, placeholder in world.placeholders().items()}
         model.replayer.load(record["exchanges"], values)
         first = record["exchanges"][0].request
@@ -378,13 +378,13 @@ async def replay(record: dict[str, Any], site: str, kcp: str, model: ReplayModel
     return Replayed(attempt, model.replayer.mismatch, len(record["exchanges"]) - model.replayer.served)
 
 
-async def is_stale(task: Task, mode: str, repetition: int, site: str, kcp: str, model: ReplayModel) -> bool:
+async def is_stale(task: Task, mode: str, repetition: int, shared: Services, model: ReplayModel) -> bool:
     """Whether the attempt has no recording, or one the harness no longer replays (``--stale``)."""
     path = RECORDINGS / recording_name(task.name, mode, repetition)
     if not path.exists():
         return True
     record = load_recording(path)
-    return not (await replay(record, site, kcp, model)).matches(record)
+    return not (await replay(record, shared, model)).matches(record)
 
 
 def kept_attempts(path: Path, runs: set[tuple[str, str, int]]) -> list[Attempt]:
@@ -414,10 +414,10 @@ async def seeded_attempt(
     args: argparse.Namespace,
     recorder: Recorder,
     model: str,
-    sites: tuple[str, str],
+    shared: Services,
     extra_body: dict[str, Any] | None = None,
 ) -> Attempt:
-    """One attempt in a fresh world over ``sites`` (the web site and kcp), with ``args``' sampling
+    """One attempt in a fresh world over ``shared`` (what a run shares), with ``args``' sampling
     and a fixed seed per repetition: the same sampling parameters again. ``extra_body`` goes into
     every request."""
     sampling = {
@@ -427,7 +427,7 @@ async def seeded_attempt(
         **(extra_body or {}),
     }
     config = backend_config(recorder.url, model, mode, args.max_rounds, sampling)
-    with new_world(*sites) as world:
+    with new_world(shared) as world:
         return await run_attempt(task, mode, repetition, world, recorder, config)
 
 
@@ -437,13 +437,13 @@ async def run_all(args: argparse.Namespace, base_url: str, model: str) -> list[A
     recorder = Recorder(base_url, args.api_key)
     recorder.start()
     try:
-        with services() as (site, kcp), replay_model() as replays:
+        with services() as shared, replay_model() as replays:
             runs = [
                 (repetition, task, mode)
                 for repetition in range(args.repeat)
                 for task in tasks
                 for mode in args.modes
-                if not args.stale or await is_stale(task, mode, repetition, site, kcp, replays)
+                if not args.stale or await is_stale(task, mode, repetition, shared, replays)
             ]
             if args.stale:
                 print(
@@ -452,7 +452,7 @@ async def run_all(args: argparse.Namespace, base_url: str, model: str) -> list[A
             made = {(task.name, mode, repetition) for repetition, task, mode in runs}
             kept = kept_attempts(args.out / "eval_results.json", made) if args.update else []
             for repetition, task, mode in runs:
-                attempt = await seeded_attempt(task, mode, repetition, args, recorder, model, (site, kcp))
+                attempt = await seeded_attempt(task, mode, repetition, args, recorder, model, shared)
                 attempts.append(attempt)
                 if args.record:
                     save_recording(attempt, RECORDINGS, args.max_rounds)

@@ -196,12 +196,12 @@ async def screen(args: argparse.Namespace, base_url: str, model: str) -> list[Sc
     recorder.start()
     rows: list[Screened] = []
     try:
-        with services() as (site, kcp):
+        with services() as shared:
             for repetition in range(args.repeat):
                 for task in tasks:
                     for mode in args.modes:
                         attempt = await seeded_attempt(
-                            task, mode, repetition, args, recorder, model, (site, kcp), args.extra_body
+                            task, mode, repetition, args, recorder, model, shared, args.extra_body
                         )
                         row = screened(task, mode, repetition, attempt.exchanges)
                         rows.append(row)

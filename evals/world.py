@@ -1,9 +1,13 @@
 """The world an eval task runs in: files, a web site, a fake kcp cluster, a knowledge graph, and
-the real MCP servers over them, made afresh for each attempt so no attempt sees another's writes.
+the real MCP servers over them. What a task can write (the files, the graph, and the servers over
+them) is made afresh for each attempt, so no attempt sees another's writes; what no task writes is
+shared by the attempts of a run (``services``).
 
 Everything is on this machine (loopback and a temporary directory). The MCP servers are the npm
-filesystem, memory and everything servers (installed by ``make test``'s set-up), the bundled
-``asyncai-mcp-simple`` (``http_get``) and the bundled read-only kcp server on real kubectl.
+filesystem, memory and everything servers (installed by ``make test``'s set-up) and the bundled
+read-only kcp server on real kubectl, over stdio, one process per attempt (the kcp server's replies
+name the world's kubeconfig), and the bundled ``asyncai-mcp-simple`` (``http_get``), one process per
+run over Streamable HTTP.
 """
 
 from __future__ import annotations
@@ -11,18 +15,20 @@ from __future__ import annotations
 import contextlib
 import http.server
 import json
+import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.fakes.loopback import listening_socket, url_of
 from tests.kcp.fake_kcp import serve as serve_kcp
 from tests.kcp.fake_kcp import write_kubeconfig
 from tests.third_party import npm_server
 
-from asyncai import StdioServerSpec, stdio_spec
+from asyncai import HttpServerSpec, StdioServerSpec, http_spec, stdio_spec
 
 BIN = Path(sys.executable).parent
 
@@ -70,26 +76,43 @@ PAGES: dict[str, object] = {
 
 
 @dataclass(frozen=True)
+class Services:
+    """What the attempts of one run share, none of it written by a task: the web site, the fake
+    kcp, and the MCP servers by name (``web``: its URL)."""
+
+    site: str
+    """``http://127.0.0.1:PORT`` of the web site."""
+    kcp: str
+    """The fake kcp API server's URL."""
+    servers: Mapping[str, str]
+
+
+@dataclass(frozen=True)
 class World:
     root: Path
     """The directory the filesystem server may read (and the memory server's file lives beside)."""
-    site: str
-    """``http://127.0.0.1:PORT`` of the world's web site."""
-    kubeconfig: Path
-    kcp: str
-    """The fake kcp API server's URL."""
+    services: Services
+
+    @property
+    def site(self) -> str:
+        return self.services.site
 
     @property
     def memory_file(self) -> Path:
         return self.root.parent / "memory.jsonl"
 
-    def server(self, name: str) -> StdioServerSpec:
+    @property
+    def kubeconfig(self) -> Path:
+        return self.root.parent / "kcp.kubeconfig"
+
+    def server(self, name: str) -> StdioServerSpec | HttpServerSpec:
         """The MCP server ``name`` (filesystem, memory, everything, web, kcp) over this world."""
+        if name in self.services.servers:
+            return http_spec(self.services.servers[name], name=name)
         commands = {
             "filesystem": lambda: npm_server("filesystem", str(self.root)),
             "memory": lambda: f"env MEMORY_FILE_PATH={self.memory_file} {npm_server('memory')}",
             "everything": lambda: npm_server("everything", "stdio"),
-            "web": lambda: str(BIN / "asyncai-mcp-simple"),
             "kcp": lambda: (
                 f"{BIN / 'socialweb-computer-kcp-readonly'} --kubeconfig {self.kubeconfig} "
                 f"--kubectl {BIN / 'kubectl'}"
@@ -99,7 +122,7 @@ class World:
 
     def placeholders(self) -> dict[str, str]:
         """What differs between two worlds, by the name a recording keeps in its place."""
-        return {str(self.root.parent): "{WORLD}", self.site: "{SITE}", self.kcp: "{KCP}"}
+        return {str(self.root.parent): "{WORLD}", self.site: "{SITE}", self.services.kcp: "{KCP}"}
 
 
 def _site_handler(pages: dict[str, object]) -> type[http.server.BaseHTTPRequestHandler]:
@@ -133,15 +156,30 @@ def serving_site() -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def services() -> Iterator[tuple[str, str]]:
-    """The web site and the fake kcp, shared by the attempts of one eval run: ``(site, kcp)``."""
-    with serving_site() as site, serve_kcp() as (kcp, _):
-        yield site, kcp
+def serving_web_server() -> Iterator[str]:
+    """``asyncai-mcp-simple`` over Streamable HTTP (``evals.shared_server``) in a process of its
+    own, on a socket listening before it starts: its URL."""
+    sock = listening_socket()
+    command = [sys.executable, "-m", "evals.shared_server", str(sock.fileno())]
+    process = subprocess.Popen(command, pass_fds=[sock.fileno()], cwd=Path(__file__).resolve().parent.parent)
+    try:
+        yield f"{url_of(sock)}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+        sock.close()
 
 
 @contextlib.contextmanager
-def new_world(site: str, kcp: str) -> Iterator[World]:
-    """A fresh directory with the world's files, memory graph and kubeconfig."""
+def services() -> Iterator[Services]:
+    """What the attempts of one eval run share (``Services``)."""
+    with serving_site() as site, serve_kcp() as (kcp, _), serving_web_server() as web:
+        yield Services(site, kcp, {"web": web})
+
+
+@contextlib.contextmanager
+def new_world(services: Services) -> Iterator[World]:
+    """A fresh directory with the world's files, memory graph and kubeconfig, over ``services``."""
     with tempfile.TemporaryDirectory(prefix="asyncai-eval-") as directory:
         base = Path(directory)
         root = base / "files"
@@ -150,5 +188,6 @@ def new_world(site: str, kcp: str) -> Iterator[World]:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
         (base / "memory.jsonl").write_text("".join(json.dumps(line) + "\n" for line in MEMORY))
-        kubeconfig = write_kubeconfig(base / "kcp.kubeconfig", kcp)
-        yield World(root, site, kubeconfig, kcp)
+        world = World(root, services)
+        write_kubeconfig(world.kubeconfig, services.kcp)
+        yield world

@@ -106,9 +106,9 @@ def test_a_call_is_named_as_json_or_with_its_parenthesis() -> None:
 
 def test_a_number_in_the_worlds_own_path_is_not_read_as_the_answer(tmp_path: Path) -> None:
     from evals.tasks import BY_NAME
-    from evals.world import World
+    from evals.world import Services, World
 
-    world = World(tmp_path / "run-3", "http://127.0.0.1:3333", tmp_path / "kubeconfig", "http://127.0.0.1:3")
+    world = World(tmp_path / "run-3", Services("http://127.0.0.1:3333", "http://127.0.0.1:3", {}))
     task = BY_NAME["count-files-with-a-word"]
     assert not task.passes(f"I cannot read the files in {world.root}/docs.", world)
     assert not task.passes(f"See {world.site}/docs.", world)

@@ -16,7 +16,7 @@ import pytest
 from evals.recording import RECORDINGS, RERECORD, recorded_programs, stable, timeless
 from evals.run import ReplayModel, is_stale, load_recording, replay, replay_model
 from evals.tasks import BY_NAME
-from evals.world import services
+from evals.world import Services, services
 
 RECORDED_ATTEMPTS = sorted(RECORDINGS.glob("*.json"))
 MINIMUM_EXCHANGES = 30
@@ -62,9 +62,9 @@ def test_a_replayed_request_may_differ_only_in_the_times_of_the_worlds_files() -
 
 
 @pytest.fixture(scope="module")
-def shared_services() -> Iterator[tuple[str, str]]:
-    """The web site and the fake kcp, shared by the replays as by the attempts of one eval run
-    (both are read-only to the tasks; starting them takes about half a second)."""
+def shared_services() -> Iterator[Services]:
+    """What the attempts of one eval run share (the web site, the fake kcp and the MCP servers over
+    them), shared by the module's replays too."""
     with services() as served:
         yield served
 
@@ -79,11 +79,10 @@ def model() -> Iterator[ReplayModel]:
 
 @pytest.mark.parametrize("path", RECORDED_ATTEMPTS, ids=[path.stem for path in RECORDED_ATTEMPTS])
 async def test_a_recorded_attempt_replays_through_the_harness(
-    path: Path, shared_services: tuple[str, str], model: ReplayModel
+    path: Path, shared_services: Services, model: ReplayModel
 ) -> None:
     record = load_recording(path)
-    site, kcp = shared_services
-    replayed = await replay(record, site, kcp, model)
+    replayed = await replay(record, shared_services, model)
     assert replayed.mismatch is None, f"{replayed.mismatch}\n\nRecord again with: {RERECORD}"
     assert replayed.unasked == 0, "every recorded exchange was asked for"
     assert (stable(replayed.attempt.reply), replayed.attempt.success) == (
@@ -105,14 +104,14 @@ async def test_stale_finds_an_attempt_the_harness_no_longer_makes(model: ReplayM
     changed["exchanges"][0].request["messages"][-1]["content"] += " (asked differently)"
     missing = load_recording(path)
     missing["exchanges"].append(missing["exchanges"][-1])
-    with services() as (site, kcp):
-        assert (await replay(record, site, kcp, model)).matches(record)
-        assert "changed since it was recorded" in str((await replay(changed, site, kcp, model)).mismatch)
-        assert (await replay(missing, site, kcp, model)).unasked == 1
-        assert (await replay(record, site, kcp, model)).matches(record), (
+    with services() as shared:
+        assert (await replay(record, shared, model)).matches(record)
+        assert "changed since it was recorded" in str((await replay(changed, shared, model)).mismatch)
+        assert (await replay(missing, shared, model)).unasked == 1
+        assert (await replay(record, shared, model)).matches(record), (
             "a replay after a mismatch starts afresh"
         )
     task = BY_NAME[record["task"]]
-    with services() as (site, kcp):
-        assert not await is_stale(task, record["mode"], record["repetition"], site, kcp, model)
-        assert await is_stale(task, record["mode"], 99, site, kcp, model), "no recording at all"
+    with services() as shared:
+        assert not await is_stale(task, record["mode"], record["repetition"], shared, model)
+        assert await is_stale(task, record["mode"], 99, shared, model), "no recording at all"
