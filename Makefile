@@ -38,8 +38,9 @@ $(WHEELHOUSE): pyproject.toml $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
+# The slowest tests are listed at the end: the whole run is to stay under 15 minutes from a fresh clone.
 test: lint docs $(NPM_SERVERS) $(WHEELHOUSE)
-	$(VENV)/bin/pytest -q -n 2
+	$(VENV)/bin/pytest -q -n 2 --durations=20
 
 # The differential harness for longer: FUZZ_EXAMPLES generated programs through every door, each
 # run drawing new ones (make test runs a fixed, seeded 20).
