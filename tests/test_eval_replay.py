@@ -63,8 +63,8 @@ def test_a_replayed_request_may_differ_only_in_the_times_of_the_worlds_files() -
 
 @pytest.fixture(scope="module")
 def shared_services() -> Iterator[Services]:
-    """What the attempts of one eval run share (the web site, the fake kcp and the MCP servers over
-    them), shared by the module's replays too."""
+    """What the attempts of one eval run share (the web site, the fake kcp and the web MCP
+    server), shared by the module's replays too."""
     with services() as served:
         yield served
 
@@ -97,21 +97,21 @@ async def test_a_recorded_attempt_replays_through_the_harness(
     assert replayed.matches(record)
 
 
-async def test_stale_finds_an_attempt_the_harness_no_longer_makes(model: ReplayModel) -> None:
+async def test_stale_finds_an_attempt_the_harness_no_longer_makes(
+    shared_services: Services, model: ReplayModel
+) -> None:
     path = RECORDED_ATTEMPTS[0]
     record = load_recording(path)
     changed = load_recording(path)
     changed["exchanges"][0].request["messages"][-1]["content"] += " (asked differently)"
     missing = load_recording(path)
     missing["exchanges"].append(missing["exchanges"][-1])
-    with services() as shared:
-        assert (await replay(record, shared, model)).matches(record)
-        assert "changed since it was recorded" in str((await replay(changed, shared, model)).mismatch)
-        assert (await replay(missing, shared, model)).unasked == 1
-        assert (await replay(record, shared, model)).matches(record), (
-            "a replay after a mismatch starts afresh"
-        )
+    assert (await replay(record, shared_services, model)).matches(record)
+    assert "changed since it was recorded" in str((await replay(changed, shared_services, model)).mismatch)
+    assert (await replay(missing, shared_services, model)).unasked == 1
+    assert (await replay(record, shared_services, model)).matches(record), (
+        "a replay after a mismatch starts afresh"
+    )
     task = BY_NAME[record["task"]]
-    with services() as shared:
-        assert not await is_stale(task, record["mode"], record["repetition"], shared, model)
-        assert await is_stale(task, record["mode"], 99, shared, model), "no recording at all"
+    assert not await is_stale(task, record["mode"], record["repetition"], shared_services, model)
+    assert await is_stale(task, record["mode"], 99, shared_services, model), "no recording at all"
